@@ -1,0 +1,177 @@
+/**
+ * The console's only way to the service: the public HTTP API of the contract
+ * (/v1/admin/..., same origin), with the signed-in credential on every call.
+ */
+
+/** How the operator signed in: a bearer token, or the development debug actor. */
+export type Credential =
+  | { kind: "bearer"; token: string }
+  | { kind: "debug"; actorId: string; roles: string };
+
+/** An RFC 7807 problem, as every API error is rendered. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  /** replay-not-eligible adds why: status, permanent or superseded. */
+  reason?: string;
+  errors?: { path: string; message: string }[];
+}
+
+export class ApiError extends Error {
+  constructor(readonly problem: Problem) {
+    super(problem.detail);
+  }
+
+  /** The problem slug: the last segment of `type`. */
+  get slug(): string {
+    return this.problem.type.split("/").pop() ?? "";
+  }
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export function authHeaders(credential: Credential): Record<string, string> {
+  if (credential.kind === "bearer") return { authorization: `Bearer ${credential.token}` };
+  const headers: Record<string, string> = { "x-debug-actor": credential.actorId };
+  if (credential.roles.trim()) headers["x-debug-roles"] = credential.roles.trim();
+  return headers;
+}
+
+/**
+ * The actor id the API will see: the debug actor, or the token's `sub`. The
+ * token is only decoded here, for display and the self-suspension hint; the
+ * API verifies it.
+ */
+export function actorIdOf(credential: Credential): string | null {
+  if (credential.kind === "debug") return credential.actorId;
+  const payload = credential.token.split(".")[1];
+  if (!payload) return null;
+  try {
+    const json = atob(payload.replaceAll("-", "+").replaceAll("_", "/"));
+    const sub = (JSON.parse(json) as { sub?: unknown }).sub;
+    return typeof sub === "string" ? sub : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A query string from the set values only; empty strings mean "no filter". */
+export function query(params: Record<string, string | number | null | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== "") search.set(key, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}
+
+async function problemOf(response: Response): Promise<Problem> {
+  try {
+    const body = (await response.json()) as Partial<Problem>;
+    if (typeof body.detail === "string") {
+      return { type: body.type ?? "", title: body.title ?? response.statusText, status: response.status, ...body } as Problem;
+    }
+  } catch {
+    // not a problem body: described from the status below
+  }
+  return { type: "", title: response.statusText || "Error", status: response.status, detail: `the API answered ${response.status}` };
+}
+
+export async function call<T>(credential: Credential, method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: "application/json", ...authHeaders(credential) };
+  // Only with a body: an empty body sent as application/json is refused by the API.
+  if (body !== undefined) headers["content-type"] = "application/json";
+  let response: Response;
+  try {
+    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (err) {
+    throw new ApiError({ type: "", title: "Network error", status: 0, detail: (err as Error).message });
+  }
+  if (!response.ok) throw new ApiError(await problemOf(response));
+  return (await response.json()) as T;
+}
+
+// Response shapes of the contract's admin API, as the console reads them.
+
+export interface ModerationItem {
+  id: string;
+  reporterId: string;
+  targetType: "lost_report" | "found_report" | "sighting" | "relay_message";
+  targetId: string;
+  reason: string;
+  details: string | null;
+  status: "open" | "claimed" | "escalated" | "resolved";
+  claimedBy: string | null;
+  resolution: ModerationAction | null;
+  resolutionNote: string | null;
+  contentState: "quarantined" | "removed" | null;
+  createdAt: string;
+}
+
+export const MODERATION_ACTIONS = ["dismiss", "warn", "quarantine", "remove", "escalate"] as const;
+export type ModerationAction = (typeof MODERATION_ACTIONS)[number];
+
+export interface StuckEvent {
+  id: string;
+  type: string;
+  occurredAt: string;
+  ageSeconds: number;
+  requeueCount: number;
+  payload: Record<string, unknown>;
+}
+
+export interface RequeueResult {
+  id: string;
+  published: boolean;
+  requeueCount: number;
+}
+
+/** The spec's cap: a 6th requeue of one event is refused. */
+export const REQUEUE_CAP = 5;
+
+export interface NotificationFailure {
+  id: string;
+  recipientActorId: string;
+  channel: "email" | "in_app";
+  status: "failed" | "dead_letter" | "pending" | "sent";
+  attempts: number;
+  lastError: string | null;
+  reasonCategory: "transient" | "permanent";
+  sourceEventId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ReplayResult {
+  id: string;
+  previousStatus: string;
+  status: string;
+}
+
+export interface AuditEvent {
+  id: string;
+  actorId: string;
+  action: string;
+  objectType: string;
+  objectId: string;
+  occurredAt: string;
+  metadata: Record<string, unknown>;
+}
+
+export interface SuspensionState {
+  userId: string;
+  status: "active" | "suspended";
+  reasonCode?: string;
+  reasonDetail?: string;
+  expiresAt?: string;
+  suspendedBy?: string;
+  suspendedAt?: string;
+  restoredBy?: string;
+  restoredAt?: string;
+  restoreReason?: string;
+}

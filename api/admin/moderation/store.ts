@@ -1,0 +1,123 @@
+import type { Queryable } from "../../../lib/db.js";
+import { exactTime, type TimeIdCursor } from "../cursor.js";
+import type { ModerationAction, ModerationItem, QueueStatus } from "./schemas.js";
+
+export type ModerationRow = Omit<ModerationItem, "claimedAt" | "resolvedAt" | "createdAt"> & {
+  claimedAt: Date | null;
+  resolvedAt: Date | null;
+  createdAt: Date;
+  cursorAt: string;
+};
+
+type TargetType = ModerationItem["targetType"];
+export type ContentState = "quarantined" | "removed";
+
+const reportColumns = `m.id, m.reporter_id as "reporterId", m.target_type as "targetType", m.target_id as "targetId",
+  m.reason, m.details, m.status, m.claimed_by as "claimedBy", m.claimed_at as "claimedAt",
+  m.resolution, m.resolution_note as "resolutionNote", m.resolved_by as "resolvedBy", m.resolved_at as "resolvedAt",
+  (select s.state from moderation_content_state s
+    where s.target_type = m.target_type and s.target_id = m.target_id) as "contentState",
+  m.created_at as "createdAt", ${exactTime("m.created_at")} as "cursorAt"`;
+
+/** Unresolved items, oldest first (a queue). Returns limit + 1 rows for the page check. */
+export async function listQueue(
+  client: Queryable,
+  statuses: QueueStatus[],
+  limit: number,
+  after: TimeIdCursor | null,
+): Promise<ModerationRow[]> {
+  const { rows } = await client.query<ModerationRow>(
+    `select ${reportColumns}
+     from moderation_report m
+     where m.status = any($1::text[])
+       and ($2::timestamptz is null or (m.created_at, m.id) > ($2::timestamptz, $3::uuid))
+     order by m.created_at, m.id
+     limit $4::int`,
+    [statuses, after?.at ?? null, after?.id ?? null, limit + 1],
+  );
+  return rows;
+}
+
+export async function getReport(client: Queryable, id: string): Promise<ModerationRow | null> {
+  const { rows } = await client.query<ModerationRow>(
+    `select ${reportColumns} from moderation_report m where m.id = $1::uuid`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+export async function lockReport(client: Queryable, id: string): Promise<ModerationRow | null> {
+  const { rows } = await client.query<ModerationRow>(
+    `select ${reportColumns} from moderation_report m where m.id = $1::uuid for update of m`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Claims in one conditional update: of two admins claiming at once, the
+ * second waits on the row lock, re-checks the condition against the first
+ * one's claim, and updates nothing. Re-claiming your own item keeps its
+ * claimed_at. False when the item is missing, resolved or held by another.
+ */
+export async function claimReport(client: Queryable, id: string, adminId: string): Promise<boolean> {
+  const { rowCount } = await client.query(
+    `update moderation_report set
+       status = 'claimed',
+       claimed_at = case when claimed_by = $2::text then claimed_at else now() end,
+       claimed_by = $2::text,
+       updated_at = now()
+     where id = $1::uuid
+       and status in ('open', 'escalated', 'claimed')
+       and (claimed_by is null or claimed_by = $2::text)`,
+    [id, adminId],
+  );
+  return rowCount === 1;
+}
+
+export async function resolveReport(
+  client: Queryable,
+  id: string,
+  adminId: string,
+  action: Exclude<ModerationAction, "escalate">,
+  note: string | null,
+): Promise<void> {
+  await client.query(
+    `update moderation_report set
+       status = 'resolved', resolution = $3::text, resolution_note = $4::text,
+       resolved_by = $2::text, resolved_at = now(), updated_at = now()
+     where id = $1::uuid`,
+    [id, adminId, action, note],
+  );
+}
+
+/** Back to the queue for someone more senior: the claim is released. */
+export async function escalateReport(client: Queryable, id: string, note: string | null): Promise<void> {
+  await client.query(
+    `update moderation_report set
+       status = 'escalated', claimed_by = null, claimed_at = null,
+       resolution_note = $2::text, updated_at = now()
+     where id = $1::uuid`,
+    [id, note],
+  );
+}
+
+/** One state per piece of content: the latest quarantine or remove decision wins. */
+export async function applyContentState(
+  client: Queryable,
+  target: { targetType: TargetType; targetId: string },
+  state: ContentState,
+  reportId: string,
+  adminId: string,
+): Promise<void> {
+  await client.query(
+    `insert into moderation_content_state (target_type, target_id, state, moderation_report_id, applied_by)
+     values ($1::text, $2::uuid, $3::text, $4::uuid, $5::text)
+     on conflict (target_type, target_id) do update set
+       state = excluded.state,
+       moderation_report_id = excluded.moderation_report_id,
+       applied_by = excluded.applied_by,
+       applied_at = now()`,
+    [target.targetType, target.targetId, state, reportId, adminId],
+  );
+}

@@ -1,0 +1,19 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { AppDeps } from "../app.js";
+import { adminAccountRoutes } from "./accounts/routes.js";
+import { adminAuditRoutes } from "./audit/routes.js";
+import { adminEmergencyRoutes } from "./emergency/routes.js";
+import { adminModerationRoutes } from "./moderation/routes.js";
+import { adminOutboxRoutes } from "./outbox/routes.js";
+
+/**
+ * The admin console. Every /v1/admin route is gated to platform_admin by
+ * api/plugins/auth.ts whatever it declares, so none of these sets `auth`.
+ */
+export const adminRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  await app.register(adminAccountRoutes, deps);
+  await app.register(adminAuditRoutes, deps);
+  await app.register(adminEmergencyRoutes, deps);
+  await app.register(adminModerationRoutes, deps);
+  await app.register(adminOutboxRoutes, deps);
+};

@@ -1,0 +1,70 @@
+import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { isDatabaseUnavailable, isUniqueViolation } from "../../lib/db.js";
+import { problemBody, ProblemError, problems, type ValidationIssue } from "../../lib/problems.js";
+
+export function sendProblem(reply: FastifyReply, baseUrl: string, problem: ProblemError): FastifyReply {
+  reply.headers(problem.headers);
+  return reply.code(problem.status).type("application/problem+json").serializer(JSON.stringify).send(problemBody(baseUrl, problem));
+}
+
+// Postgres data exceptions that only malformed input can cause.
+const dataExceptionCodes = new Set(["22P02", "22003", "22007", "22008", "22023", "22001", "54000"]);
+// Text Postgres cannot store: NUL (\u0000) in a text column (22021) or a jsonb value (22P05). Such input is
+// refused, not silently stripped, so what is stored is always exactly what the caller sent.
+const unstorableTextCodes = new Set(["22021", "22P05"]);
+
+/** Maps any thrown error to the contract's problem+json; 5xx details stay in the log. */
+export function toProblem(err: unknown, bodyLimit: number): ProblemError {
+  if (err instanceof ProblemError) return err;
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const errors: ValidationIssue[] = err.validation.map((v) => ({
+      path: `${err.validationContext ?? "body"}${v.instancePath.replaceAll("/", ".")}`.replace(/\.$/, ""),
+      message: v.message ?? "is invalid",
+    }));
+    const first = errors[0];
+    return problems.validation(first ? `${first.path}: ${first.message}` : "request is invalid", errors);
+  }
+  const fastifyErr = err as FastifyError;
+  switch (fastifyErr.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return problems.payloadTooLarge(bodyLimit);
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return problems.unsupportedMediaType();
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return problems.validation("request body is empty but content-type is application/json");
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return problems.validation("request body is not valid JSON");
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return problems.validation("content-length does not match the body");
+  }
+  if (fastifyErr instanceof SyntaxError && fastifyErr.statusCode === 400) {
+    return problems.validation("request body is not valid JSON");
+  }
+  if (isDatabaseUnavailable(err)) return problems.unavailable();
+  if (isUniqueViolation(err)) return problems.conflict("this resource already exists");
+  const pgCode = (err as { code?: string }).code;
+  if (pgCode && unstorableTextCodes.has(pgCode)) {
+    return problems.validation("a text value contains a character that cannot be stored, such as NUL (\\u0000)");
+  }
+  if (pgCode && dataExceptionCodes.has(pgCode)) return problems.validation("a value is out of range or malformed");
+  if (fastifyErr.statusCode && fastifyErr.statusCode >= 400 && fastifyErr.statusCode < 500) {
+    return problems.validation("request is invalid");
+  }
+  return problems.internal();
+}
+
+export function registerErrorHandling(app: FastifyInstance, baseUrl: string, bodyLimit: number): void {
+  app.setErrorHandler((err, request, reply) => {
+    const problem = toProblem(err, bodyLimit);
+    if (problem.status >= 500) {
+      request.log.error({ err }, "request failed");
+    } else if (problem.slug !== "validation-failed") {
+      request.log.info({ problem: problem.slug }, "request refused");
+    }
+    return sendProblem(reply, baseUrl, problem);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, baseUrl, problems.notFound(`route ${request.method} ${request.url.split("?")[0]}`)),
+  );
+}

@@ -1,0 +1,99 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+
+export interface TokenBucketOptions {
+  ratePerSecond: number;
+  burst: number;
+  /** Buckets idle this long are full again and can be forgotten. */
+  idleMs?: number;
+}
+
+interface Bucket {
+  tokens: number;
+  updatedAt: number;
+}
+
+/**
+ * In-memory token buckets keyed by client IP (single-instance limiter, as the
+ * spec says). take() does no I/O and allocates only for a new key.
+ */
+export class TokenBuckets {
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly idleMs: number;
+
+  constructor(private readonly options: TokenBucketOptions) {
+    this.idleMs = options.idleMs ?? Math.ceil((options.burst / options.ratePerSecond) * 1000) + 1000;
+  }
+
+  /** Takes one token; returns 0 when allowed, else the seconds until one is available. */
+  take(key: string, now = performance.now()): number {
+    const { ratePerSecond, burst } = this.options;
+    let bucket = this.buckets.get(key);
+    if (!bucket) {
+      bucket = { tokens: burst, updatedAt: now };
+      this.buckets.set(key, bucket);
+    } else {
+      bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.updatedAt) / 1000) * ratePerSecond);
+      bucket.updatedAt = now;
+    }
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return 0;
+    }
+    return (1 - bucket.tokens) / ratePerSecond;
+  }
+
+  /** Drops buckets that have refilled completely; they carry no state. */
+  sweep(now = performance.now()): void {
+    for (const [key, bucket] of this.buckets) {
+      if (now - bucket.updatedAt > this.idleMs) this.buckets.delete(key);
+    }
+  }
+
+  get size(): number {
+    return this.buckets.size;
+  }
+}
+
+export const IP_RATE_PER_SECOND = 20;
+export const IP_BURST = 40;
+
+/**
+ * The first onRequest hook: rejects with 429 before authentication, body
+ * parsing or any I/O. The body is serialised once, up front.
+ */
+export interface IpLimiter {
+  buckets: TokenBuckets;
+  /** Sends the 429 and returns true when the caller's bucket is empty. */
+  refuse(request: FastifyRequest, reply: FastifyReply): boolean;
+}
+
+/**
+ * The first onRequest hook: rejects with 429 before authentication, body
+ * parsing or any I/O. The body is serialised once, up front.
+ */
+export function registerIpLimiter(app: FastifyInstance, problemBaseUrl: string): IpLimiter {
+  const buckets = new TokenBuckets({ ratePerSecond: IP_RATE_PER_SECOND, burst: IP_BURST });
+  const body = JSON.stringify({
+    type: `${problemBaseUrl.replace(/\/$/, "")}/rate-limited`,
+    title: "Too many requests",
+    status: 429,
+    detail: "too many requests from this address; slow down",
+  });
+  const sweeper = setInterval(() => buckets.sweep(), 10_000);
+  sweeper.unref();
+  app.addHook("onClose", async () => clearInterval(sweeper));
+  const refuse = (request: FastifyRequest, reply: FastifyReply): boolean => {
+    const wait = buckets.take(request.ip);
+    if (wait === 0) return false;
+    reply
+      .code(429)
+      .header("retry-after", String(Math.max(1, Math.ceil(wait))))
+      .type("application/problem+json")
+      .send(body);
+    return true;
+  };
+  app.addHook("onRequest", (request, reply, done) => {
+    if (!refuse(request, reply)) done();
+  });
+  return { buckets, refuse };
+}

@@ -1,0 +1,95 @@
+import os from "node:os";
+import pg from "pg";
+import { migrateUp } from "../lib/migrate.js";
+import { canStartNatsServer, freePort, TestNatsServer, waitForPort } from "../tests/helpers/natsServer.js";
+import { ServiceProcess } from "../tests/helpers/processes.js";
+import { round } from "./stats.js";
+
+/**
+ * The three processes for the benchmark and the soak, against the
+ * configured Postgres (a database of their own) and a NATS server of their
+ * own (NATS_URL when no nats-server binary is found). The API trusts the
+ * loopback peer as a proxy, so each simulated client is keyed by its
+ * X-Forwarded-For address — the ordinary trusted-proxy setting.
+ */
+export interface BenchStack {
+  baseUrl: string;
+  dbUrl: string;
+  natsUrl: string;
+  pool: pg.Pool;
+  api: ServiceProcess;
+  relay: ServiceProcess;
+  notifier: ServiceProcess;
+  ports: { api: number; relay: number; notifier: number };
+  restartRelay(): Promise<void>;
+  stopRelay(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function log(message: string): void {
+  console.error(`[${new Date().toISOString().slice(11, 19)}] ${message}`);
+}
+
+export function machine() {
+  return { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version };
+}
+
+export async function startBenchStack(database: string): Promise<BenchStack> {
+  const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  const dbUrl = url.toString();
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`drop database if exists ${database} with (force)`);
+  await admin.query(`create database ${database}`);
+  await admin.end();
+  await migrateUp(dbUrl);
+
+  let nats: TestNatsServer | null = null;
+  let natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+  if (canStartNatsServer()) {
+    nats = await TestNatsServer.start();
+    natsUrl = nats.url;
+  }
+  const ports = { api: await freePort(), relay: await freePort(), notifier: await freePort() };
+  const env = {
+    DATABASE_URL: dbUrl,
+    NATS_URL: natsUrl,
+    NATS_STREAM: "EVENTS",
+    API_ENV: "development",
+    API_DEV_AUTH_BYPASS: "true",
+    API_TRUSTED_PROXY_CIDRS: "127.0.0.1/32",
+    LOG_LEVEL: "warn",
+    DATABASE_POOL_SIZE: "20",
+  };
+  const startRelay = async () => {
+    const relay = ServiceProcess.start("relay", { ...env, RELAY_HEALTH_ADDR: `127.0.0.1:${ports.relay}` });
+    await waitForPort(ports.relay, 30_000);
+    return relay;
+  };
+  const stack: BenchStack = {
+    baseUrl: `http://127.0.0.1:${ports.api}`,
+    dbUrl,
+    natsUrl,
+    pool: new pg.Pool({ connectionString: dbUrl, max: 20 }),
+    api: ServiceProcess.start("api", { ...env, API_HTTP_ADDR: `127.0.0.1:${ports.api}`, NODE_OPTIONS: process.env.BENCH_API_NODE_OPTIONS ?? "" }),
+    notifier: ServiceProcess.start("notifier", { ...env, NOTIFIER_HEALTH_ADDR: `127.0.0.1:${ports.notifier}` }),
+    relay: await startRelay(),
+    ports,
+    async stopRelay() {
+      await stack.relay.stop();
+    },
+    async restartRelay() {
+      stack.relay = await startRelay();
+    },
+    async stop() {
+      await stack.pool.end();
+      await Promise.all([stack.api.stop(), stack.relay.stop(), stack.notifier.stop()]);
+      await nats?.dispose();
+    },
+  };
+  await waitForPort(ports.api, 30_000);
+  await waitForPort(ports.notifier, 30_000);
+  return stack;
+}

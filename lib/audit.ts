@@ -1,0 +1,50 @@
+import type { Queryable } from "./db.js";
+
+/** Audit actions, one registry. */
+export const AuditAction = {
+  OutboxRequeued: "admin.outbox.requeued",
+  AccountSuspended: "admin.account_suspended",
+  AccountRestored: "admin.account_restored",
+  NotificationReplayed: "admin.notification.replayed",
+  EmergencyProfileRevoked: "admin.emergency_profile.revoked",
+  ModerationClaimed: "admin.moderation.claimed",
+  ModerationActioned: "admin.moderation.actioned",
+  PreciseLocationViewed: "safety.precise_location_viewed",
+  ReportFlagged: "safety.report_flagged",
+  ReportCancelledByOperator: "safety.report_cancelled_by_operator",
+  WorkerJobsCleaned: "operator.worker_jobs_cleaned",
+} as const;
+
+export type AuditAction = (typeof AuditAction)[keyof typeof AuditAction];
+
+/** Object types named in audit events. */
+export const AuditObject = {
+  OutboxEvent: "outbox_event",
+  Account: "account",
+  Notification: "notification",
+  Animal: "animal",
+  LostReport: "lost_report",
+  ModerationReport: "moderation_report",
+  WorkerJobs: "worker_jobs",
+} as const;
+
+export type AuditObject = (typeof AuditObject)[keyof typeof AuditObject];
+
+export interface AuditEventInput {
+  actorId: string;
+  action: AuditAction;
+  objectType: AuditObject;
+  objectId: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** Appends an audit event on the caller's client, inside the caller's transaction. */
+export async function writeAuditEvent(client: Queryable, event: AuditEventInput): Promise<string> {
+  const { rows } = await client.query<{ id: string }>(
+    `insert into audit_event (actor_id, action, object_type, object_id, metadata)
+     values ($1::text, $2::text, $3::text, $4::text, $5::jsonb)
+     returning id`,
+    [event.actorId, event.action, event.objectType, event.objectId, JSON.stringify(event.metadata ?? {})],
+  );
+  return rows[0]!.id;
+}

@@ -1,0 +1,22 @@
+import { ConfigError, type Env } from "./config.js";
+import { createLogger, exitFatal, type Logger } from "./logger.js";
+
+interface LoggingConfig {
+  LOG_LEVEL: string;
+  LOG_PRETTY: boolean;
+}
+
+/**
+ * The first step of every main.ts: parse this process's config, or log
+ * `fatal` naming the setting and exit 1; then the process's logger.
+ */
+export function loadConfigOrExit<T extends LoggingConfig>(name: string, load: (env: Env) => T): { config: T; logger: Logger } {
+  let config: T;
+  try {
+    config = load(process.env);
+  } catch (err) {
+    const bootLogger = createLogger({ name, level: "info", pretty: false });
+    exitFatal(bootLogger, "fatal", err, { setting: err instanceof ConfigError ? err.setting : undefined });
+  }
+  return { config, logger: createLogger({ name, level: config.LOG_LEVEL, pretty: config.LOG_PRETTY }) };
+}

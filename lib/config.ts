@@ -1,0 +1,143 @@
+import { z } from "zod";
+
+/**
+ * Configuration is parsed once in each process's main.ts and passed down,
+ * frozen. Nothing reads process.env anywhere else.
+ */
+
+export type Env = Record<string, string | undefined>;
+
+export class ConfigError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(`${setting}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+const listenAddr = z
+  .string()
+  .regex(/^[^:\s]*:\d{1,5}$/, "expected host:port or :port")
+  .transform((value) => {
+    const at = value.lastIndexOf(":");
+    const host = value.slice(0, at) || "0.0.0.0";
+    return { host, port: Number(value.slice(at + 1)) };
+  });
+
+export type ListenAddr = z.output<typeof listenAddr>;
+
+const boolString = z
+  .enum(["true", "false", "1", "0", ""])
+  .default("false")
+  .transform((v) => v === "true" || v === "1");
+
+const csv = z
+  .string()
+  .default("")
+  .transform((v) =>
+    v
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0),
+  );
+
+const common = {
+  API_ENV: z.enum(["development", "test", "production"]).default("production"),
+  DATABASE_URL: z.string().min(1),
+  NATS_URL: z.string().min(1),
+  NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]+$/).default("EVENTS"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  LOG_PRETTY: boolString,
+  PROBLEM_BASE_URL: z.string().url().default("https://problems.animal-safety.example"),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+};
+
+const apiSchema = z.object({
+  ...common,
+  API_HTTP_ADDR: listenAddr.prefault(":8080"),
+  API_PUBLIC_BASE_URL: z.string().url().default("http://localhost:8080"),
+  AUTH_JWKS_URL: z.string().url().optional(),
+  AUTH_ISSUER: z.string().min(1).optional(),
+  AUTH_AUDIENCE: z.string().min(1).optional(),
+  AUTH_ROLES_CLAIM: z.string().min(1).default("roles"),
+  API_CORS_ORIGINS: csv,
+  OBJECT_STORAGE_ENDPOINT: z.string().optional(),
+  OBJECT_STORAGE_BUCKET: z.string().optional(),
+  OBJECT_STORAGE_ACCESS_KEY_ID: z.string().optional(),
+  OBJECT_STORAGE_SECRET_ACCESS_KEY: z.string().optional(),
+  API_TRUSTED_PROXY_CIDRS: csv,
+  API_DEV_AUTH_BYPASS: boolString,
+  API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(65_536),
+});
+
+const relaySchema = z.object({
+  ...common,
+  RELAY_HEALTH_ADDR: listenAddr.prefault(":8081"),
+  RELAY_POLL_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  RELAY_RETRY_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  RELAY_PUBLISH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  RELAY_LANES: z.coerce.number().int().min(1).max(16).default(4),
+  OUTBOX_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
+});
+
+const notifierSchema = z.object({
+  ...common,
+  NOTIFIER_HEALTH_ADDR: listenAddr.prefault(":8085"),
+  SMTP_URL: z.string().url().optional(),
+  SMTP_FROM: z.string().min(3).default("Animal Safety <no-reply@animal-safety.example>"),
+  NOTIFIER_CONSUMER_NAME: z.string().regex(/^[A-Za-z0-9_-]+$/).default("notifier"),
+  NOTIFIER_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5),
+  NOTIFIER_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
+  NOTIFIER_CONSUME_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(32),
+});
+
+export type ApiConfig = Readonly<z.output<typeof apiSchema>>;
+export type RelayConfig = Readonly<z.output<typeof relaySchema>>;
+export type NotifierConfig = Readonly<z.output<typeof notifierSchema>>;
+
+function parseWith<T extends z.ZodType>(schema: T, env: Env): z.output<T> {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const setting = String(issue.path[0] ?? "config");
+    throw new ConfigError(setting, env[setting] === undefined ? "is required" : issue.message);
+  }
+  return Object.freeze(result.data) as z.output<T>;
+}
+
+const securitySensitiveApiSettings = [
+  "AUTH_JWKS_URL",
+  "AUTH_ISSUER",
+  "AUTH_AUDIENCE",
+  "API_CORS_ORIGINS",
+  "OBJECT_STORAGE_ENDPOINT",
+  "OBJECT_STORAGE_BUCKET",
+  "OBJECT_STORAGE_ACCESS_KEY_ID",
+  "OBJECT_STORAGE_SECRET_ACCESS_KEY",
+] as const;
+
+export function loadApiConfig(env: Env): ApiConfig {
+  const config = parseWith(apiSchema, env);
+  if (config.API_DEV_AUTH_BYPASS && config.API_ENV !== "development") {
+    throw new ConfigError("API_DEV_AUTH_BYPASS", "is only allowed when API_ENV=development");
+  }
+  if (config.API_ENV !== "development") {
+    for (const setting of securitySensitiveApiSettings) {
+      const value = config[setting];
+      if (value === undefined || (Array.isArray(value) && value.length === 0)) {
+        throw new ConfigError(setting, `is required when API_ENV=${config.API_ENV}`);
+      }
+    }
+  }
+  return config;
+}
+
+export function loadRelayConfig(env: Env): RelayConfig {
+  return parseWith(relaySchema, env);
+}
+
+export function loadNotifierConfig(env: Env): NotifierConfig {
+  return parseWith(notifierSchema, env);
+}

@@ -1,0 +1,109 @@
+import pg from "pg";
+import type { Logger } from "./logger.js";
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+
+/**
+ * Anything that can run a query: a pool, or a client inside a transaction.
+ * Hot-path queries pass `{ name, text, values }`: a named statement is
+ * parsed and planned once per connection instead of on every call.
+ */
+export interface Queryable {
+  query<R extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow = any>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+}
+
+// Timestamps and bigint counts come back as strings, parsed where they are used.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+
+export interface PoolOptions {
+  connectionString: string;
+  max?: number;
+  applicationName: string;
+  logger: Logger;
+}
+
+export function createPool({ connectionString, max = 10, applicationName, logger }: PoolOptions): Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    application_name: applicationName,
+    // A request must fail fast while Postgres is down, not queue for ever.
+    connectionTimeoutMillis: 2_000,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: 10_000,
+    keepAlive: true,
+  });
+  // An idle client losing its connection (Postgres restart) must not crash the process.
+  pool.on("error", (err) => logger.warn({ err: { message: err.message } }, "db: idle client error"));
+  return pool;
+}
+
+/** Runs fn in one transaction on one client; commits, or rolls back and rethrows. */
+export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query("begin");
+    const result = await fn(client);
+    await client.query("commit");
+    return result;
+  } catch (err) {
+    try {
+      await client.query("rollback");
+    } catch {
+      broken = true;
+    }
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** Runs `select 1` with a deadline; resolves false on timeout or error. */
+export async function pingDatabase(pool: Pool, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  const ping = pool.query("select 1").then(
+    () => true,
+    () => false,
+  );
+  try {
+    return await Promise.race([ping, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const connectionErrorCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+  "08000",
+  "08003",
+  "08006",
+  "08001",
+  "08004",
+]);
+
+/** True when err means Postgres could not be reached, not that the query was wrong. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: string }).code;
+  if (code && connectionErrorCodes.has(code)) return true;
+  return /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED|Client has encountered a connection error/i.test(
+    err.message,
+  );
+}
+
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === "23505" && (constraint === undefined || e.constraint === constraint);
+}

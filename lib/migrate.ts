@@ -1,0 +1,50 @@
+import { readdir } from "node:fs/promises";
+import path from "node:path";
+import { migrate } from "graphile-migrate";
+import { runMigrations } from "graphile-worker";
+import pg from "pg";
+import { packageRoot } from "./paths.js";
+
+// Found from the package root, so the compiled code (dist/lib) finds it too.
+const migrationsFolder = path.join(packageRoot(import.meta.dirname), "migrations");
+
+async function committedMigrations(): Promise<string[]> {
+  const files = (await readdir(path.join(migrationsFolder, "committed"))).filter((f) => f.endsWith(".sql")).sort();
+  // graphile-migrate treats a missing folder as "nothing to do"; for us that is a broken install.
+  if (files.length === 0) throw new Error(`no committed migrations in ${migrationsFolder}`);
+  return files;
+}
+
+/** Applies pending graphile-migrate migrations, then installs graphile-worker's schema. */
+export async function migrateUp(databaseUrl: string): Promise<void> {
+  await committedMigrations();
+  await migrate({ connectionString: databaseUrl, migrationsFolder, pgSettings: { search_path: "public" } });
+  await runMigrations({ connectionString: databaseUrl });
+}
+
+export interface MigrationStatus {
+  applied: string[];
+  pending: string[];
+}
+
+/** Committed migration files compared with schema_migrations (no shadow database needed). */
+export async function migrationStatus(databaseUrl: string): Promise<MigrationStatus> {
+  const committed = await committedMigrations();
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ exists: boolean }>(
+      `select to_regclass('public.schema_migrations') is not null as "exists"`,
+    );
+    const applied = rows[0]?.exists
+      ? (await client.query<{ filename: string }>(`select filename from schema_migrations order by filename`)).rows.map(
+          (r) => r.filename,
+        )
+      : [];
+    // graphile-migrate records `000001.sql` for the file `000001-message.sql`.
+    const pending = committed.filter((file) => !applied.includes(`${file.split(/[-.]/)[0]}.sql`));
+    return { applied, pending };
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,298 @@
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type ConsumerMessages,
+  type JsMsg,
+} from "@nats-io/jetstream";
+import { z } from "zod";
+import { withTransaction, type Pool } from "../lib/db.js";
+import { STREAM_SUBJECTS, type EventEnvelope, type EventType } from "../lib/events.js";
+import type { Logger } from "../lib/logger.js";
+import { handledSubjects, InvalidEventError, type HandlerRegistry, type NotificationDraft } from "./handlers.js";
+import { enqueueDeliveries, insertNotifications, preferredChannels } from "./store.js";
+
+/** Default ack wait; NOTIFIER_ACK_WAIT_MS overrides it. */
+export const ACK_WAIT_MS = 30_000;
+/** Redelivery delay after a failed message (Postgres down): no hot loop, no long stall. */
+export const NAK_DELAY_MS = 2_000;
+const RESTART_DELAY_MS = 1_000;
+
+export type ConsumerFilter = { filter_subject: string } | { filter_subjects: string[] };
+
+export interface FilterPlan {
+  filter: ConsumerFilter;
+  /** True when the filter is wider than the registry, so unregistered types are acked and skipped. */
+  skipsUnhandled: boolean;
+}
+
+/** True when the server's version is at least major.minor. */
+export function serverAtLeast(version: string | undefined, major: number, minor: number): boolean {
+  const match = /^v?(\d+)\.(\d+)/.exec(version ?? "");
+  if (!match) return false;
+  const [vMajor, vMinor] = [Number(match[1]), Number(match[2])];
+  return vMajor > major || (vMajor === major && vMinor >= minor);
+}
+
+/**
+ * The consumer's filter from the registry's subjects. NATS before 2.10 takes
+ * one filter subject only, so several subjects there become the whole stream
+ * (`events.>`), and the consumer acks and skips types it has no handler for.
+ */
+export function planFilter(subjects: string[], serverVersion: string | undefined): FilterPlan {
+  if (subjects.length === 0) throw new Error("the notifier has no event handlers registered");
+  if (subjects.length === 1) return { filter: { filter_subject: subjects[0]! }, skipsUnhandled: false };
+  if (serverAtLeast(serverVersion, 2, 10)) return { filter: { filter_subjects: subjects }, skipsUnhandled: false };
+  return { filter: { filter_subject: STREAM_SUBJECTS[0] }, skipsUnhandled: true };
+}
+
+function isNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
+}
+
+/**
+ * Creates the durable consumer, or brings an existing one to the settings
+ * below; safe on every start and from several notifiers at once. The
+ * delivery policy (all) only applies on creation: an existing consumer
+ * keeps its position.
+ */
+export async function ensureNotifierConsumer(
+  nc: NatsConnection,
+  stream: string,
+  name: string,
+  filter: ConsumerFilter,
+  ackWaitMs = ACK_WAIT_MS,
+): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  // Unset the other filter field, so a server upgrade can move between the two forms.
+  const filterFields =
+    "filter_subjects" in filter
+      ? { filter_subjects: filter.filter_subjects, filter_subject: undefined }
+      : { filter_subject: filter.filter_subject, filter_subjects: undefined };
+  const settings = {
+    ack_wait: nanos(ackWaitMs),
+    // Messages are nak'ed while Postgres is down; they must keep coming back until it returns.
+    max_deliver: -1,
+    max_ack_pending: 1_000,
+    ...filterFields,
+  };
+  try {
+    await jsm.consumers.info(stream, name);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    try {
+      await jsm.consumers.add(stream, {
+        durable_name: name,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ...settings,
+      });
+      return;
+    } catch (addErr) {
+      // Another notifier created it first: fall through to the update.
+      if (!(addErr instanceof JetStreamApiError)) throw addErr;
+    }
+  }
+  await jsm.consumers.update(stream, name, settings);
+}
+
+const Envelope = z.object({
+  id: z.uuid(),
+  // Any string: a type this build does not know is skipped like any unhandled one, not refused.
+  type: z.string().transform((t) => t as EventType),
+  occurredAt: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});
+
+/** Messages turned into notifications in one transaction. */
+export const MAX_BATCH = 100;
+
+export interface HandledEvent {
+  event: EventEnvelope;
+  draft: NotificationDraft;
+}
+
+/**
+ * Records the notifications and their delivery jobs for handled events, all
+ * in one transaction; returns the ids of the events that got a new one. The
+ * unique source_event_id makes a redelivered event (or one a second notifier
+ * handles at the same time) a no-op that adds no job.
+ */
+export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise<Set<string>> {
+  if (handled.length === 0) return new Set();
+  return withTransaction(pool, async (client) => {
+    const channels = await preferredChannels(client, [...new Set(handled.map((h) => h.draft.recipientActorId))]);
+    const inserted = await insertNotifications(
+      client,
+      handled.map(({ event, draft }) => ({
+        ...draft,
+        sourceEventId: event.id,
+        eventType: event.type,
+        channel: channels.get(draft.recipientActorId)!,
+      })),
+    );
+    await enqueueDeliveries(client, inserted.map((n) => n.id));
+    return new Set(inserted.map((n) => n.sourceEventId));
+  });
+}
+
+export interface NotificationConsumerOptions {
+  nc: NatsConnection;
+  pool: Pool;
+  logger: Logger;
+  stream: string;
+  name: string;
+  registry: HandlerRegistry;
+  /** Messages handled at once. */
+  concurrency: number;
+  /** How long the server waits for an ack before redelivering. */
+  ackWaitMs?: number;
+}
+
+/**
+ * Pulls from the durable consumer with bounded concurrency and acks each
+ * message only after its transaction committed. A crash between commit and
+ * ack redelivers the message, which then finds its row and is just acked.
+ * The nats.js consumer re-issues its pulls after a reconnect or missed
+ * heartbeats; if the iterator ends anyway (consumer deleted), the loop
+ * re-creates the consumer and consumes again.
+ */
+export class NotificationConsumer {
+  private stopped = false;
+  private messages: ConsumerMessages | null = null;
+  private readonly inFlight = new Set<Promise<void>>();
+  private loop: Promise<void> | null = null;
+  private plan: FilterPlan;
+
+  constructor(private readonly options: NotificationConsumerOptions) {
+    this.plan = planFilter(handledSubjects(options.registry), options.nc.info?.version);
+  }
+
+  get filter(): ConsumerFilter {
+    return this.plan.filter;
+  }
+
+  /** Creates or updates the consumer; call before start() so a failure is a startup failure. */
+  async ensure(): Promise<void> {
+    const { nc, stream, name } = this.options;
+    this.plan = planFilter(handledSubjects(this.options.registry), nc.info?.version);
+    await ensureNotifierConsumer(nc, stream, name, this.plan.filter, this.options.ackWaitMs);
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops pulling, then waits for the messages in flight to be committed and acked. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.messages?.close();
+    await this.loop;
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private async run(): Promise<void> {
+    const { nc, stream, name, logger, concurrency } = this.options;
+    let first = true;
+    while (!this.stopped) {
+      try {
+        if (!first) await this.ensure();
+        first = false;
+        const consumer = await jetstream(nc).consumers.get(stream, name);
+        const messages = await consumer.consume({ max_messages: concurrency * 2 });
+        this.messages = messages;
+        if (this.stopped) await messages.close();
+        void this.watch(messages);
+        // Micro-batches: what arrived together is recorded in one transaction.
+        let batch: JsMsg[] = [];
+        let flushQueued = false;
+        const flush = () => {
+          flushQueued = false;
+          if (batch.length === 0) return;
+          const taken = batch;
+          batch = [];
+          const work = this.handleBatch(taken).finally(() => this.inFlight.delete(work));
+          this.inFlight.add(work);
+        };
+        for await (const msg of messages) {
+          while (this.inFlight.size >= concurrency) await Promise.race(this.inFlight);
+          batch.push(msg);
+          if (batch.length >= MAX_BATCH) flush();
+          else if (!flushQueued) {
+            flushQueued = true;
+            setImmediate(flush);
+          }
+        }
+        flush();
+      } catch (err) {
+        logger.warn({ err: { message: (err as Error).message } }, "notifier: consume failed; restarting");
+      }
+      if (!this.stopped) await new Promise((resolve) => setTimeout(resolve, RESTART_DELAY_MS));
+    }
+  }
+
+  private async watch(messages: ConsumerMessages): Promise<void> {
+    const { logger } = this.options;
+    for await (const status of messages.status()) {
+      switch (status.type) {
+        case "heartbeats_missed":
+          logger.warn({ count: status.count }, "notifier: consumer heartbeats missed");
+          break;
+        case "consumer_deleted":
+        case "consumer_not_found":
+        case "stream_not_found":
+          // Leave the iterator; run() re-creates the consumer.
+          logger.warn({ status: status.type }, "notifier: consumer lost; re-creating");
+          await messages.close();
+          return;
+      }
+    }
+  }
+
+  /** Parses and drafts each message, then records the good ones in one transaction and acks them after commit. */
+  private async handleBatch(msgs: JsMsg[]): Promise<void> {
+    const { pool, logger, registry } = this.options;
+    const accepted: Array<HandledEvent & { msg: JsMsg }> = [];
+    for (const msg of msgs) {
+      let event: EventEnvelope;
+      try {
+        event = Envelope.parse(msg.json());
+      } catch (err) {
+        // A body that is not an event will never parse: stop its redelivery. (No term reason: NATS 2.9 ignores a +TERM with one.)
+        logger.error({ subject: msg.subject, seq: msg.seq, err: { message: (err as Error).message } }, "notifier: malformed message");
+        msg.term();
+        continue;
+      }
+      const handler = registry[event.type];
+      if (!handler) {
+        msg.ack();
+        logger.info({ eventId: event.id, type: event.type, outcome: "skipped" }, "notifier: event handled");
+        continue;
+      }
+      try {
+        accepted.push({ msg, event, draft: handler(event) });
+      } catch (err) {
+        if (!(err instanceof InvalidEventError)) throw err;
+        logger.error({ eventId: event.id, type: event.type, err: { message: err.message } }, "notifier: invalid event");
+        msg.term();
+      }
+    }
+    if (accepted.length === 0) return;
+    try {
+      const created = await recordEvents(pool, accepted);
+      for (const { msg, event } of accepted) {
+        msg.ack();
+        logger.info({ eventId: event.id, type: event.type, outcome: created.has(event.id) ? "created" : "duplicate" }, "notifier: event handled");
+      }
+    } catch (err) {
+      for (const { msg, event } of accepted) {
+        logger.warn({ eventId: event.id, type: event.type, err: { message: (err as Error).message } }, "notifier: event failed; redelivering");
+        msg.nak(NAK_DELAY_MS);
+      }
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import nodemailer from "nodemailer";
+import { NO_ADDRESS } from "../reasons.js";
+import { DeliveryError, type Deliverer } from "./types.js";
+
+export interface EmailDelivererOptions {
+  smtpUrl: string;
+  from: string;
+}
+
+interface SmtpFailure {
+  code?: string;
+  responseCode?: number;
+  message?: string;
+}
+
+/**
+ * Turns a nodemailer failure into last_error text the reason classifier
+ * reads: `smtp <code>: …` when the server answered, else the socket error
+ * code (ECONNREFUSED, ETIMEDOUT, …) with its message.
+ */
+export function describeSmtpFailure(err: unknown): string {
+  const e = (err ?? {}) as SmtpFailure;
+  const message = e.message ?? String(err);
+  if (typeof e.responseCode === "number") return `smtp ${e.responseCode}: ${message}`;
+  return e.code ? `${e.code}: ${message}` : message;
+}
+
+/** Sends through the SMTP server of SMTP_URL; one pooled transport per process. */
+export function createEmailDeliverer({ smtpUrl, from }: EmailDelivererOptions): Deliverer {
+  const transport = nodemailer.createTransport({
+    url: smtpUrl,
+    pool: true,
+    maxConnections: 5,
+    // Bounded, so three attempts and their backoff finish well inside a job's lifetime.
+    connectionTimeout: 5_000,
+    greetingTimeout: 5_000,
+    socketTimeout: 10_000,
+  });
+  return {
+    async deliver(notification) {
+      if (!notification.email) throw new DeliveryError(NO_ADDRESS);
+      try {
+        await transport.sendMail({
+          from,
+          to: notification.email,
+          subject: notification.subject,
+          text: notification.body,
+          headers: { "X-Notification-Id": notification.id },
+        });
+      } catch (err) {
+        throw new DeliveryError(describeSmtpFailure(err));
+      }
+    },
+    close() {
+      transport.close();
+    },
+  };
+}

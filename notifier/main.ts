@@ -1,0 +1,103 @@
+import { connectBus, ensureStream } from "../lib/bus.js";
+import { loadConfigOrExit } from "../lib/boot.js";
+import { loadNotifierConfig } from "../lib/config.js";
+import { createPool, withTransaction } from "../lib/db.js";
+import { startHealthServer } from "../lib/health.js";
+import { exitFatal } from "../lib/logger.js";
+import { createMetricsRegistry, registerMetricsRoute } from "../lib/metrics.js";
+import { installShutdown } from "../lib/shutdown.js";
+import { startWorker } from "../lib/worker.js";
+import { makeNotificationDeliverTask, NOTIFICATION_DELIVER_TASK } from "../jobs/notification_deliver.js";
+import { NotificationConsumer } from "./consumer.js";
+import { buildDeliverers } from "./deliverers/index.js";
+import { notificationHandlers } from "./handlers.js";
+import { createNotifierMetrics } from "./metrics.js";
+import { requeueStalledDeliveries } from "./store.js";
+
+/** A delivery untouched this long lost its worker (deliveries touch the row every few seconds). */
+const STALLED_AFTER_SECONDS = 120;
+const STALL_SWEEP_INTERVAL_MS = 30_000;
+
+const { config, logger } = loadConfigOrExit("notifier", loadNotifierConfig);
+
+const pool = createPool({
+  connectionString: config.DATABASE_URL,
+  max: config.DATABASE_POOL_SIZE,
+  applicationName: "notifier",
+  logger,
+});
+
+let nc;
+let consumer;
+try {
+  nc = await connectBus(config.NATS_URL, "notifier", logger);
+  await ensureStream(nc, config.NATS_STREAM);
+  consumer = new NotificationConsumer({
+    nc,
+    pool,
+    logger,
+    stream: config.NATS_STREAM,
+    name: config.NOTIFIER_CONSUMER_NAME,
+    registry: notificationHandlers,
+    concurrency: config.NOTIFIER_CONSUME_CONCURRENCY,
+    ackWaitMs: config.NOTIFIER_ACK_WAIT_MS,
+  });
+  await consumer.ensure();
+} catch (err) {
+  await pool.end();
+  exitFatal(logger, `notifier: connect: ${(err as Error).message}`, err);
+}
+
+const deliverers = buildDeliverers(config);
+const metricsRegistry = createMetricsRegistry("notifier");
+const metrics = createNotifierMetrics(metricsRegistry, {
+  db: pool,
+  nc,
+  stream: config.NATS_STREAM,
+  consumer: config.NOTIFIER_CONSUMER_NAME,
+});
+const runner = await startWorker({
+  pool,
+  logger,
+  taskList: { [NOTIFICATION_DELIVER_TASK]: makeNotificationDeliverTask({ pool, deliverers, logger, metrics }) },
+  concurrency: config.NOTIFIER_WORKER_CONCURRENCY,
+  localQueueSize: config.NOTIFIER_WORKER_CONCURRENCY * 4,
+});
+consumer.start();
+
+const sweep = () =>
+  withTransaction(pool, (client) => requeueStalledDeliveries(client, STALLED_AFTER_SECONDS, 100)).then(
+    (ids) => ids.length > 0 && logger.warn({ count: ids.length }, "notifier: re-queued stalled deliveries"),
+    (err: Error) => logger.warn({ err: { message: err.message } }, "notifier: stall sweep failed"),
+  );
+const stallSweep = setInterval(sweep, STALL_SWEEP_INTERVAL_MS);
+void sweep();
+
+const health = await startHealthServer({
+  ...config.NOTIFIER_HEALTH_ADDR,
+  pool,
+  logger,
+  problemBaseUrl: config.PROBLEM_BASE_URL,
+  register: (app) => registerMetricsRoute(app, metricsRegistry),
+});
+logger.info(
+  {
+    addr: config.NOTIFIER_HEALTH_ADDR,
+    stream: config.NATS_STREAM,
+    consumer: config.NOTIFIER_CONSUMER_NAME,
+    filter: consumer.filter,
+    server: nc.info?.version,
+    channels: Object.keys(deliverers),
+  },
+  "notifier: started",
+);
+
+installShutdown(logger, [
+  { name: "stop consuming", run: () => consumer.stop() },
+  { name: "stop stall sweep", run: () => clearInterval(stallSweep) },
+  { name: "stop worker", run: () => runner.stop() },
+  { name: "close health server", run: () => health.close() },
+  { name: "close deliverers", run: () => Object.values(deliverers).forEach((d) => d.close?.()) },
+  { name: "drain bus", run: () => nc.drain() },
+  { name: "end pool", run: () => pool.end() },
+]);

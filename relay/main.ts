@@ -1,0 +1,75 @@
+import { busClient, connectBus, ensureStream } from "../lib/bus.js";
+import { loadConfigOrExit } from "../lib/boot.js";
+import { loadRelayConfig } from "../lib/config.js";
+import { createPool } from "../lib/db.js";
+import { startHealthServer } from "../lib/health.js";
+import { exitFatal } from "../lib/logger.js";
+import { createMetricsRegistry, registerMetricsRoute } from "../lib/metrics.js";
+import { installShutdown } from "../lib/shutdown.js";
+import { startWorker } from "../lib/worker.js";
+import { MAINTENANCE_CRONTAB, MAINTENANCE_PRUNE_TASK, makeMaintenancePruneTask } from "../jobs/maintenance__prune.js";
+import { makeOutboxRelayTask, OUTBOX_RELAY_TASK } from "../jobs/outbox_relay.js";
+import { createRelayMetrics } from "./metrics.js";
+import { OutboxRelay } from "./outboxRelay.js";
+
+const { config, logger } = loadConfigOrExit("relay", loadRelayConfig);
+
+let nc;
+try {
+  nc = await connectBus(config.NATS_URL, "relay", logger);
+  await ensureStream(nc, config.NATS_STREAM);
+} catch (err) {
+  exitFatal(logger, `relay: connect: ${(err as Error).message}`, err);
+}
+
+const pool = createPool({
+  connectionString: config.DATABASE_URL,
+  max: config.DATABASE_POOL_SIZE,
+  applicationName: "relay",
+  logger,
+});
+const metrics = createMetricsRegistry("relay");
+const relay = new OutboxRelay({
+  metrics: createRelayMetrics(metrics, pool),
+  pool,
+  js: busClient(nc),
+  logger,
+  publishTimeoutMs: config.RELAY_PUBLISH_TIMEOUT_MS,
+  retryIntervalMs: config.RELAY_RETRY_INTERVAL_MS,
+  lanes: config.RELAY_LANES,
+});
+
+const runner = await startWorker({
+  pool,
+  logger,
+  taskList: {
+    [OUTBOX_RELAY_TASK]: makeOutboxRelayTask(relay),
+    [MAINTENANCE_PRUNE_TASK]: makeMaintenancePruneTask(config.OUTBOX_RETENTION_DAYS),
+  },
+  crontab: MAINTENANCE_CRONTAB,
+  concurrency: 2,
+});
+
+// The heartbeat sweep: finds rows whose job was lost, and retries after a bus outage.
+const sweep = () =>
+  relay.drain().catch((err: Error) => logger.warn({ err: { message: err.message } }, "relay: sweep failed"));
+const heartbeat = setInterval(sweep, config.RELAY_POLL_INTERVAL_MS);
+void sweep();
+
+const health = await startHealthServer({
+  ...config.RELAY_HEALTH_ADDR,
+  pool,
+  logger,
+  problemBaseUrl: config.PROBLEM_BASE_URL,
+  register: (app) => registerMetricsRoute(app, metrics),
+});
+logger.info({ addr: config.RELAY_HEALTH_ADDR, stream: config.NATS_STREAM }, "relay: started");
+
+installShutdown(logger, [
+  { name: "stop sweeping", run: () => clearInterval(heartbeat) },
+  { name: "finish relay batch", run: () => relay.stop() },
+  { name: "stop worker", run: () => runner.stop() },
+  { name: "close health server", run: () => health.close() },
+  { name: "drain bus", run: () => nc.drain() },
+  { name: "end pool", run: () => pool.end() },
+]);

@@ -1,0 +1,47 @@
+import type { Queryable } from "../lib/db.js";
+import { Counter, Gauge, Histogram, registerWorkerQueueDepth, type Registry } from "../lib/metrics.js";
+
+export interface RelayMetrics {
+  publishSeconds: Histogram;
+  published: Counter;
+  publishFailures: Counter;
+}
+
+/** Backlog size and age are read from the outbox at scrape time; publish figures are counted as they happen. */
+export function createRelayMetrics(registry: Registry, db: Queryable): RelayMetrics {
+  new Gauge({
+    name: "outbox_backlog",
+    help: "Unpublished outbox rows",
+    registers: [registry],
+    async collect() {
+      const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from outbox_event where published_at is null`);
+      this.set(rows[0]!.n);
+    },
+  });
+  new Gauge({
+    name: "outbox_oldest_unpublished_age_seconds",
+    help: "Age of the oldest unpublished outbox row (0 when none)",
+    registers: [registry],
+    async collect() {
+      const { rows } = await db.query<{ age: number | null }>(
+        `select extract(epoch from now() - min(occurred_at))::float8 as age from outbox_event where published_at is null`,
+      );
+      this.set(rows[0]?.age ?? 0);
+    },
+  });
+  registerWorkerQueueDepth(registry, db);
+  return {
+    publishSeconds: new Histogram({
+      name: "relay_publish_seconds",
+      help: "Time from publish to stream ack, per event",
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+      registers: [registry],
+    }),
+    published: new Counter({ name: "relay_published_total", help: "Events acknowledged by the stream", registers: [registry] }),
+    publishFailures: new Counter({
+      name: "relay_publish_failures_total",
+      help: "Publishes that failed or timed out (retried later)",
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,359 @@
+import type { FastifyInstance, HTTPMethods, InjectOptions, LightMyRequestResponse, RouteOptions } from "fastify";
+import { pino } from "pino";
+import { afterAll, afterEach, beforeAll, expect } from "vitest";
+import type { RouteAuth } from "../../api/plugins/auth.js";
+import { buildApp } from "../../api/app.js";
+import { busClient, connectBus, ensureStream, type NatsConnection } from "../../lib/bus.js";
+import { loadApiConfig, type Env } from "../../lib/config.js";
+import { createPool, type Pool } from "../../lib/db.js";
+import { devEnv } from "../helpers/app.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { startTestBus, type TestBus } from "../helpers/nats.js";
+import { privacyViolations } from "./privacy.js";
+
+/** A route as Fastify registered it, with the gate auth.ts applies to it. */
+export interface RegisteredRoute {
+  method: HTTPMethods;
+  url: string;
+  /** As declared (or forced on /v1/admin by auth.ts); undefined when the route declares none. */
+  auth: RouteAuth | undefined;
+  /** Hidden from /openapi.json (health, docs, console assets). */
+  hidden: boolean;
+}
+
+export interface AbuseHarness {
+  db: TestDatabase;
+  bus: TestBus;
+  app: FastifyInstance;
+  pool: Pool;
+  /** Every route, read after app.ready() so the gate auth.ts forces on /v1/admin is included. */
+  routes: RegisteredRoute[];
+  /**
+   * inject() from an address of its own, so the per-IP limiter (tested in
+   * tests/plugins) never answers in a route's place. Every response of a
+   * public API route goes through the privacy checker; what it finds fails
+   * the running test.
+   */
+  call(options: InjectOptions): Promise<LightMyRequestResponse>;
+  /** Public responses the privacy checker has walked, per route ("GET /v1/…"), with their status codes. */
+  publicResponses: Map<string, number[]>;
+}
+
+let addressCounter = 0;
+/** A client address no earlier request used. */
+function freshAddress(): string {
+  addressCounter += 1;
+  return `10.${(addressCounter >> 16) & 255}.${(addressCounter >> 8) & 255}.${addressCounter & 255}`;
+}
+
+/**
+ * The file's own database, nats-server and real app (development settings,
+ * debug bypass unless `extra` says otherwise).
+ */
+export function useAbuseHarness(options: { extra?: Env | (() => Env | Promise<Env>) } = {}): AbuseHarness {
+  const harness = { publicResponses: new Map() } as AbuseHarness;
+  const privacy: string[] = [];
+  const seen: RouteOptions[] = [];
+  let nc: NatsConnection | undefined;
+  beforeAll(async () => {
+    harness.db = await createTestDatabase();
+    harness.bus = await startTestBus();
+    const extra = typeof options.extra === "function" ? await options.extra() : (options.extra ?? {});
+    const config = loadApiConfig(devEnv(harness.db.url, harness.bus.url, extra));
+    const logger = pino({ level: config.LOG_LEVEL });
+    nc = await connectBus(config.NATS_URL, "abuse-test", logger);
+    await ensureStream(nc, config.NATS_STREAM);
+    harness.pool = createPool({ connectionString: config.DATABASE_URL, max: 4, applicationName: "abuse-test", logger });
+    harness.app = await buildApp({ config, pool: harness.pool, js: busClient(nc), logger, onRoute: (route) => void seen.push(route) });
+    await harness.app.ready();
+    // OPTIONS * is @fastify/cors's preflight handler, answered before auth; it is not an operation.
+    harness.routes = seen.flatMap((route) =>
+      [route.method].flat().filter((method) => method !== "OPTIONS").map((method) => ({
+        method,
+        url: route.url,
+        // auth.ts's own onRoute hook has run by now: it mutates route.config.
+        auth: route.config?.auth,
+        hidden: Boolean((route.schema as { hide?: boolean } | undefined)?.hide),
+      })),
+    );
+    harness.call = async (inject) => {
+      const res = await harness.app.inject({ remoteAddress: freshAddress(), ...inject });
+      const route = matchRoute(harness.routes, String(inject.method ?? "GET"), String(inject.url ?? inject.path));
+      // Hidden public routes serve documents about the API (OpenAPI, docs, console, health, metrics), not records.
+      if (route?.auth === "public" && !route.hidden && res.body !== "") {
+        const key = `${route.method} ${route.url}`;
+        harness.publicResponses.set(key, [...(harness.publicResponses.get(key) ?? []), res.statusCode]);
+        let body: unknown = res.body;
+        try {
+          body = JSON.parse(res.body);
+        } catch {
+          // not JSON: checked as text
+        }
+        privacy.push(...privacyViolations(body, SECRETS).map((v) => `${key} ${res.statusCode} ${v}`));
+      }
+      return res;
+    };
+  });
+  afterEach(() => {
+    expect(privacy.splice(0), "public responses broke the privacy rules").toEqual([]);
+  });
+  afterAll(async () => {
+    await harness.app?.close();
+    await nc?.close();
+    await harness.pool?.end();
+    await harness.bus?.dispose();
+    await harness.db?.drop();
+  });
+  return harness;
+}
+
+/** The registered route a concrete URL is served by (parameters match any non-empty segment). */
+function matchRoute(routes: RegisteredRoute[], method: string, url: string): RegisteredRoute | null {
+  const path = url.split("?")[0]!;
+  return (
+    routes.find((route) => {
+      if (route.method !== method.toUpperCase()) return false;
+      const pattern = route.url
+        .split("/")
+        .map((part) => (part.startsWith(":") ? "[^/]+" : part === "*" ? ".*" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+        .join("/");
+      return new RegExp(`^${pattern}$`).test(path);
+    }) ?? null
+  );
+}
+
+/**
+ * Records every committed row change in this file's own database: a row
+ * trigger on every table of the public schema and on graphile-worker's jobs
+ * appends to abuse_write_log. A rolled-back write leaves nothing there, so a
+ * request that answered 4xx and grew the log wrote a row it must not have.
+ * Stronger than comparing row counts: updates and deletes show up too.
+ */
+export class WriteLog {
+  private constructor(private readonly pool: Pool) {}
+
+  static async install(pool: Pool): Promise<WriteLog> {
+    await pool.query(`
+      create table abuse_write_log (id bigserial primary key, tbl text not null, op text not null);
+      create function abuse_log_write() returns trigger language plpgsql as $$
+      begin
+        insert into abuse_write_log (tbl, op) values (tg_table_schema || '.' || tg_table_name, tg_op);
+        return null;
+      end $$;`);
+    const { rows } = await pool.query<{ name: string }>(
+      `select format('%I.%I', table_schema, table_name) as name from information_schema.tables
+       where table_type = 'BASE TABLE'
+         and ((table_schema = 'public' and table_name not in ('abuse_write_log', 'spatial_ref_sys'))
+           or (table_schema = 'graphile_worker' and table_name = '_private_jobs'))`,
+    );
+    for (const { name } of rows) {
+      await pool.query(`create trigger abuse_log_write after insert or update or delete on ${name}
+                        for each row execute function abuse_log_write()`);
+    }
+    return new WriteLog(pool);
+  }
+
+  private seen = 0;
+
+  /** The row changes committed since the previous call, as "OP schema.table"; one query. */
+  async takeNew(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: number; w: string }>(
+      `select id::int, op || ' ' || tbl as w from abuse_write_log where id > $1::bigint order by id`,
+      [this.seen],
+    );
+    if (rows.length > 0) this.seen = rows.at(-1)!.id;
+    return rows.map((r) => r.w);
+  }
+}
+
+/** What no response body may carry: stack frames, SQL or Postgres error text, module paths. */
+const LEAKS: [string, RegExp][] = [
+  ["stack frame", /\n\s+at |\bat [\w.<>]+ \(|\.(?:ts|js|mjs):\d+:\d+/],
+  ["node_modules path", /node_modules/],
+  ["SQL text", /\b(?:select\s.+\sfrom|insert\s+into|update\s+\w+\s+set|delete\s+from)\b/i],
+  ["Postgres error text", /\b(?:relation|column) "[^"]+"|syntax error at or near|violates (?:unique|foreign key|check|not-null) constraint|invalid input syntax for type|SQLSTATE/i],
+  ["error class name", /\b(?:TypeError|ReferenceError|RangeError|DatabaseError|ZodError)\b/],
+];
+
+/** The first leak found in a body, or null. */
+export function findLeak(body: string): string | null {
+  for (const [name, pattern] of LEAKS) if (pattern.test(body)) return name;
+  return null;
+}
+
+/** Why a 4xx/5xx body is not contract problem+json (type, title, status, detail), or null when it is. */
+export function problemShapeError(res: LightMyRequestResponse): string | null {
+  if (!String(res.headers["content-type"] ?? "").startsWith("application/problem+json")) {
+    return `content-type ${String(res.headers["content-type"])}`;
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(res.body);
+  } catch {
+    return "body is not JSON";
+  }
+  const problem = body as Record<string, unknown>;
+  if (typeof problem.type !== "string" || !/\/[a-z-]+$/.test(problem.type)) return "no type";
+  if (typeof problem.title !== "string" || problem.title === "") return "no title";
+  if (problem.status !== res.statusCode) return `status ${String(problem.status)} != ${res.statusCode}`;
+  if (typeof problem.detail !== "string") return "no detail";
+  return null;
+}
+
+/** The problem slug of a response, from its type URI. */
+export const slugOf = (res: LightMyRequestResponse): string | undefined => {
+  try {
+    return String(JSON.parse(res.body).type).split("/").pop();
+  } catch {
+    return undefined;
+  }
+};
+
+export const OWNER = "owner-1";
+export const OTHER = "other-1";
+export const ADMIN = "admin-1";
+
+export const PRECISE = { lat: 48.856613, lon: 2.352222 };
+export const VERIFICATION_DETAIL = "scar under the left ear, known only to the owner";
+export const CONTACT = "finder@example.com, +33 6 12 34 56 78";
+const MICROCHIPS = ["CHIP-0042-XYZ", "CHIP-0099-ABC"];
+/** Seeded values no public response may contain: who reported or owns what, contacts, owner-only details. */
+export const SECRETS = [OWNER, OTHER, VERIFICATION_DETAIL, CONTACT, ...MICROCHIPS];
+
+/** Real rows for every kind of path parameter, created through the API (notifications directly: only the notifier makes them). */
+export interface World {
+  lostReportId: string;
+  /** A second open report of the owner's, for the routes that close one. */
+  spareLostReportId: string;
+  foundReportId: string;
+  sightingId: string;
+  relayMessageId: string;
+  animalId: string;
+  token: string;
+  /** A second animal of the owner's with a profile, for the routes that replace or revoke its token. */
+  spareAnimalId: string;
+  moderationId: string;
+  outboxId: string;
+  notificationId: string;
+}
+
+export async function seedWorld(h: AbuseHarness): Promise<World> {
+  const created = async (res: LightMyRequestResponse) => {
+    if (res.statusCode >= 300) throw new Error(`seed failed: ${res.statusCode} ${res.body}`);
+    return res.json() as Record<string, string>;
+  };
+  const owner = { "x-debug-actor": OWNER };
+  const lost = await created(
+    await h.call({
+      method: "POST",
+      url: "/v1/safety/lost-reports",
+      headers: owner,
+      payload: {
+        animal: { name: "Rex", species: "dog", breed: "Beagle", colors: ["brown"], microchipId: MICROCHIPS[0] },
+        lastSeenAt: "2025-11-20T08:00:00Z",
+        location: PRECISE,
+        description: "Red collar",
+        verificationDetail: VERIFICATION_DETAIL,
+      },
+    }),
+  );
+  const spare = await created(
+    await h.call({
+      method: "POST",
+      url: "/v1/safety/lost-reports",
+      headers: owner,
+      payload: { animal: { species: "cat" }, lastSeenAt: "2025-11-21T08:00:00Z", location: { lat: 48.85, lon: 2.34 } },
+    }),
+  );
+  const found = await created(
+    await h.call({
+      method: "POST",
+      url: "/v1/safety/found-reports",
+      headers: owner,
+      payload: { animal: { species: "cat", colors: ["black"], microchipId: MICROCHIPS[1] }, foundAt: "2025-11-20T09:00:00Z", location: { lat: 48.86012, lon: 2.34871 } },
+    }),
+  );
+  const sighting = await created(
+    await h.call({
+      method: "POST",
+      url: "/v1/safety/sightings",
+      headers: { "x-debug-actor": OTHER },
+      payload: { lostReportId: lost.id, location: { lat: 48.857123, lon: 2.353456 }, seenAt: "2025-11-20T10:00:00Z", note: "near the bakery" },
+    }),
+  );
+  const relay = await created(
+    await h.call({
+      method: "POST",
+      url: `/v1/safety/lost-reports/${lost.id}/relay-message`,
+      payload: { message: "I think I saw your dog", fromContact: CONTACT },
+    }),
+  );
+  const animal = await created(
+    await h.call({ method: "POST", url: "/v1/animals", headers: owner, payload: { name: "Rex", species: "dog", breed: "Beagle", colors: ["brown"] } }),
+  );
+  const profile = await created(
+    await h.call({
+      method: "PUT",
+      url: `/v1/animals/${animal.id}/emergency-profile`,
+      headers: owner,
+      payload: { showName: true, medicalNotes: "diabetic", instructions: "call the vet" },
+    }),
+  );
+  const spareAnimal = await created(
+    await h.call({ method: "POST", url: "/v1/animals", headers: owner, payload: { name: "Tom", species: "cat" } }),
+  );
+  await created(
+    await h.call({ method: "PUT", url: `/v1/animals/${spareAnimal.id}/emergency-profile`, headers: owner, payload: { showName: false } }),
+  );
+  const moderation = await created(
+    await h.call({
+      method: "POST",
+      url: "/v1/moderation/reports",
+      headers: { "x-debug-actor": OTHER },
+      payload: { targetType: "found_report", targetId: found.id, reason: "spam" },
+    }),
+  );
+  const { rows: outbox } = await h.pool.query<{ id: string }>(`select id from outbox_event order by occurred_at limit 1`);
+  const { rows: notification } = await h.pool.query<{ id: string }>(
+    `insert into notification (recipient_actor_id, channel, status, attempts, last_error, source_event_id, event_type, subject, body)
+     values ($1::text, 'email', 'failed', 3, 'connect ETIMEDOUT', $2::uuid, 'events.safety.relay_message_received.v1', 'A message', 'I think I saw your dog')
+     returning id`,
+    [OWNER, outbox[0]!.id],
+  );
+  return {
+    lostReportId: lost.id!,
+    spareLostReportId: spare.id!,
+    foundReportId: found.id!,
+    sightingId: sighting.id!,
+    relayMessageId: relay.id!,
+    animalId: animal.id!,
+    token: profile.token!,
+    spareAnimalId: spareAnimal.id!,
+    moderationId: moderation.id!,
+    outboxId: outbox[0]!.id,
+    notificationId: notification[0]!.id,
+  };
+}
+
+/** A concrete value for each path parameter of a route, pointing at a seeded row. */
+export function pathValue(world: World, url: string, param: string): string {
+  if (param === "userId") return "fuzz-target-1";
+  if (param === "token") return world.token;
+  if (param === "animalId" || url.endsWith("/emergency-profile")) return world.spareAnimalId;
+  if (url.startsWith("/v1/animals/")) return world.animalId;
+  if (url.startsWith("/v1/safety/found-reports/")) return world.foundReportId;
+  if (url.endsWith("/resolve")) return world.spareLostReportId;
+  if (url.startsWith("/v1/safety/lost-reports/")) return world.lostReportId;
+  if (url.startsWith("/v1/admin/moderation/")) return world.moderationId;
+  if (url.startsWith("/v1/admin/outbox/")) return world.outboxId;
+  if (url.startsWith("/v1/admin/notifications/")) return world.notificationId;
+  throw new Error(`no seeded value for ${param} in ${url}`);
+}
+
+/** A route pattern (Fastify :param or OpenAPI {param}) with every parameter filled. */
+export function fillPath(world: World, url: string, override?: (param: string) => string | undefined): string {
+  return url.replace(/:([A-Za-z0-9_]+)|\{([A-Za-z0-9_]+)\}/g, (_m, a?: string, b?: string) => {
+    const param = (a ?? b)!;
+    return override?.(param) ?? pathValue(world, url, param);
+  });
+}

@@ -1,0 +1,78 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+
+const run = promisify(execFile);
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe("migrations are applied by an explicit step and tracked in schema_migrations", () => {
+  it("lists one row per applied migration in schema_migrations", async () => {
+    const { rows } = await db.pool.query(`select filename, hash from schema_migrations order by filename`);
+    expect(rows.length).toBeGreaterThanOrEqual(1);
+    expect(rows[0]).toMatchObject({ filename: "000001.sql", hash: expect.stringMatching(/^sha1:/) });
+  });
+
+  it("`api migrate status` reports every committed migration as applied and none pending", async () => {
+    const { stdout } = await run(process.execPath, ["bin/api", "migrate", "status"], {
+      env: { ...process.env, DATABASE_URL: db.url },
+    });
+    const status = JSON.parse(stdout);
+    expect(status.pending).toEqual([]);
+    expect(status.applied).toContain("000001.sql");
+  });
+
+  it("`api migrate up` is idempotent on an up-to-date database", async () => {
+    await run(process.execPath, ["bin/api", "migrate", "up"], { env: { ...process.env, DATABASE_URL: db.url } });
+    const { rows } = await db.pool.query(`select count(*)::int as n from schema_migrations`);
+    expect(rows[0].n).toBeGreaterThanOrEqual(1);
+  });
+
+  it("enables PostGIS and installs graphile-worker's schema", async () => {
+    const { rows } = await db.pool.query(
+      `select (select extversion from pg_extension where extname = 'postgis') as postgis,
+              to_regproc('graphile_worker.add_job') is not null as worker`,
+    );
+    expect(rows[0].postgis).toMatch(/^3\./);
+    expect(rows[0].worker).toBe(true);
+  });
+});
+
+describe("audit_event is append-only, enforced by the database", () => {
+  it("rejects UPDATE, DELETE and TRUNCATE of audit rows", async () => {
+    await db.pool.query(
+      `insert into audit_event (actor_id, object_type, object_id, action) values ('a', 'account', 'b', 'admin.account_suspended')`,
+    );
+    await expect(db.pool.query(`update audit_event set actor_id = 'x'`)).rejects.toThrow(/append-only/);
+    await expect(db.pool.query(`delete from audit_event`)).rejects.toThrow(/append-only/);
+    await expect(db.pool.query(`truncate audit_event`)).rejects.toThrow(/append-only/);
+    const { rows } = await db.pool.query(`select actor_id from audit_event`);
+    expect(rows).toEqual([{ actor_id: "a" }]);
+  });
+});
+
+describe("an outbox insert queues the relay job in the same transaction", () => {
+  it("leaves one pending outbox_relay job after a committed insert, and none after a rolled-back one", async () => {
+    const client = await db.pool.connect();
+    try {
+      await client.query("begin");
+      await client.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1')`);
+      await client.query("rollback");
+      const none = await client.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'outbox_relay'`);
+      expect(none.rows[0].n).toBe(0);
+      await client.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1')`);
+      await client.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1')`);
+      const one = await client.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'outbox_relay'`);
+      expect(one.rows[0].n).toBe(1);
+    } finally {
+      client.release();
+    }
+  });
+});

@@ -1,0 +1,60 @@
+import type { FastifyInstance } from "fastify";
+import { pino } from "pino";
+import { busClient, connectBus, ensureStream, type NatsConnection } from "../../lib/bus.js";
+import { loadApiConfig, type ApiConfig, type Env } from "../../lib/config.js";
+import { createPool, type Pool } from "../../lib/db.js";
+import { buildApp } from "../../api/app.js";
+
+export const TEST_STREAM = "EVENTS";
+
+/** Development settings with the debug-actor bypass: what most tests drive the API with. */
+export function devEnv(databaseUrl: string, natsUrl: string, extra: Env = {}): Env {
+  return {
+    API_ENV: "development",
+    API_DEV_AUTH_BYPASS: "true",
+    DATABASE_URL: databaseUrl,
+    NATS_URL: natsUrl,
+    NATS_STREAM: TEST_STREAM,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    // Postgres allows 100 connections; several files and processes run at once.
+    DATABASE_POOL_SIZE: "4",
+    ...extra,
+  };
+}
+
+export interface TestApi {
+  app: FastifyInstance;
+  config: ApiConfig;
+  pool: Pool;
+  nc: NatsConnection;
+  close(): Promise<void>;
+}
+
+/** Builds the real app (app.ts) on a real pool and a real bus connection, for inject(). */
+export async function buildTestApi(env: Env): Promise<TestApi> {
+  const config = loadApiConfig(env);
+  const logger = pino({ level: config.LOG_LEVEL });
+  const nc = await connectBus(config.NATS_URL, "api-test", logger);
+  await ensureStream(nc, config.NATS_STREAM);
+  const pool = createPool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_SIZE, applicationName: "api-test", logger });
+  const app = await buildApp({ config, pool, js: busClient(nc), logger });
+  await app.ready();
+  return {
+    app,
+    config,
+    pool,
+    nc,
+    async close() {
+      await app.close();
+      await nc.close();
+      await pool.end();
+    },
+  };
+}
+
+/** Headers for the development bypass. */
+export function as(actor: string, roles: string[] = []): Record<string, string> {
+  return roles.length > 0 ? { "x-debug-actor": actor, "x-debug-roles": roles.join(",") } : { "x-debug-actor": actor };
+}
+
+export const admin = (id = "admin-1") => as(id, ["platform_admin"]);

@@ -1,0 +1,49 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { inject } from "vitest";
+import { databaseUrlFor } from "../setup/globalSetup.js";
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  pool: pg.Pool;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh database cloned from the migrated template: each test file gets
+ * its own, so files run in parallel without seeing each other's rows.
+ * KEEP_TEST_DB=1 keeps it after the run for inspection.
+ */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const adminUrl = inject("adminDatabaseUrl");
+  const template = inject("templateDatabase");
+  const name = `ass_t_${process.pid}_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name} template ${template}`);
+  } finally {
+    await admin.end();
+  }
+  const url = databaseUrlFor(adminUrl, name);
+  const pool = new pg.Pool({ connectionString: url, max: 3 });
+  // `drop database … with (force)` may end an idle client that pool.end() is still closing.
+  pool.on("error", () => undefined);
+  return {
+    url,
+    name,
+    pool,
+    async drop() {
+      await pool.end();
+      if (process.env.KEEP_TEST_DB === "1") return;
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      try {
+        await client.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}

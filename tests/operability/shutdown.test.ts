@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EventType } from "../../lib/events.js";
+import { devEnv, TEST_STREAM } from "../helpers/app.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { freePort, startTestBus, waitForPort, type TestBus } from "../helpers/nats.js";
+import { ServiceProcess } from "../helpers/processes.js";
+import { connect } from "@nats-io/transport-node";
+import { eventually, readStream } from "../helpers/stream.js";
+
+let db: TestDatabase;
+let bus: TestBus;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  bus = await startTestBus();
+});
+afterAll(async () => {
+  await bus?.dispose();
+  await db?.drop();
+});
+
+async function timed<T>(promise: Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = Date.now();
+  const value = await promise;
+  return { value, ms: Date.now() - started };
+}
+
+describe("SIGTERM stops intake, finishes in-flight work and exits 0 within 10 s", () => {
+  it("API: every write answered 201 during shutdown is in the database with its outbox row", async () => {
+    const port = await freePort();
+    const api = ServiceProcess.start("api", devEnv(db.url, bus.url, { API_HTTP_ADDR: `127.0.0.1:${port}`, LOG_LEVEL: "info" }));
+    await waitForPort(port, 20_000);
+    const created: string[] = [];
+    let refused = 0;
+    const send = async (i: number) => {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/v1/safety/lost-reports`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-debug-actor": `shutdown-${i}` },
+          body: JSON.stringify({ animal: { species: "cat" }, lastSeenAt: "2026-11-20T08:00:00Z", location: { lat: 50, lon: 4 } }),
+        });
+        if (res.status === 201) created.push(((await res.json()) as { id: string }).id);
+        else refused++;
+      } catch {
+        refused++;
+      }
+    };
+    const load = Array.from({ length: 200 }, (_, i) => new Promise((r) => setTimeout(r, i * 2)).then(() => send(i)));
+    await new Promise((r) => setTimeout(r, 150));
+    api.signal("SIGTERM");
+    const { value: code, ms } = await timed(api.exited);
+    await Promise.all(load);
+    const counts: Record<string, number> = {};
+    for (const l of api.lines) counts[String(l.msg)] = (counts[String(l.msg)] ?? 0) + 1;
+    expect(code, JSON.stringify(counts)).toBe(0);
+    expect(ms).toBeLessThan(10_000);
+    expect(created.length).toBeGreaterThan(0);
+    expect(created.length + refused).toBe(200);
+    const { rows } = await db.pool.query(
+      `select r.id, o.id as outbox_id from safety_lost_report r
+       left join outbox_event o on o.payload->>'reportId' = r.id::text
+       where r.reporter_id like 'shutdown-%'`,
+    );
+    expect(rows.map((r) => r.id).sort()).toEqual([...created].sort());
+    expect(rows.every((r) => r.outbox_id !== null)).toBe(true);
+    expect(api.lines.some((l) => l.msg === "shutdown: complete")).toBe(true);
+  });
+
+  it("relay: a SIGTERM mid-drain loses nothing; a new relay finishes and the stream holds every event once", async () => {
+    await db.pool.query(
+      `insert into outbox_event (type, payload) select $1, jsonb_build_object('n', n) from generate_series(1, 5000) n`,
+      [EventType.AnimalLostReported],
+    );
+    const env = () => freePort().then((p) => devEnv(db.url, bus.url, { RELAY_HEALTH_ADDR: `127.0.0.1:${p}`, LOG_LEVEL: "info" }));
+    const first = ServiceProcess.start("relay", await env());
+    await first.waitForLog((l) => l.msg === "relay: events published");
+    first.signal("SIGTERM");
+    const { value: code, ms } = await timed(first.exited);
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(10_000);
+
+    const second = ServiceProcess.start("relay", await env());
+    try {
+      await eventually(async () => {
+        const { rows } = await db.pool.query(`select count(*)::int as n from outbox_event where published_at is null`);
+        return rows[0].n === 0 ? true : undefined;
+      }, 30_000);
+      const nc = await connect({ servers: bus.url });
+      try {
+        const messages = await readStream(nc, TEST_STREAM);
+        const ids = messages.map((m) => m.body.id);
+        const { rows } = await db.pool.query(`select id from outbox_event`);
+        expect(new Set(ids).size).toBe(ids.length);
+        expect(new Set(ids)).toEqual(new Set(rows.map((r) => r.id)));
+      } finally {
+        await nc.close();
+      }
+    } finally {
+      expect(await second.stop()).toBe(0);
+    }
+  });
+});

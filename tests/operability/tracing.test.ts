@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { startTestBus, type TestBus } from "../helpers/nats.js";
+import type { ServiceProcess } from "../helpers/processes.js";
+import { Stack } from "../helpers/stack.js";
+import { eventually } from "../helpers/stream.js";
+
+let db: TestDatabase;
+let bus: TestBus;
+let stack: Stack;
+let api: ServiceProcess;
+let relay: ServiceProcess;
+let notifier: ServiceProcess;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  bus = await startTestBus();
+  stack = new Stack(db.url, bus.url);
+  [api, relay, notifier] = await Promise.all([stack.start("api"), stack.start("relay"), stack.start("notifier")]);
+});
+afterAll(async () => {
+  await stack?.stopAll();
+  await bus?.dispose();
+  await db?.drop();
+});
+
+describe("one event can be followed across the three processes by its id", () => {
+  it("links the API's request id to the outbox event id, which the relay and the notifier log too", async () => {
+    const owner = { "x-debug-actor": "trace-owner", "content-type": "application/json" };
+    await fetch(`${stack.baseUrl}/v1/me/notification-preferences`, {
+      method: "PUT",
+      headers: owner,
+      body: JSON.stringify({ channel: "in_app" }),
+    });
+    const report = await fetch(`${stack.baseUrl}/v1/safety/lost-reports`, {
+      method: "POST",
+      headers: owner,
+      body: JSON.stringify({ animal: { species: "dog", name: "Scout" }, lastSeenAt: "2026-11-20T08:00:00Z", location: { lat: 47.2, lon: 8.5 } }),
+    });
+    expect(report.status).toBe(201);
+    const { id: reportId } = (await report.json()) as { id: string };
+
+    const sent = Date.now();
+    const res = await fetch(`${stack.baseUrl}/v1/safety/lost-reports/${reportId}/relay-message`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ message: "Seen near the station", fromContact: "finder@example.org" }),
+    });
+    expect(res.status).toBe(202);
+    const requestId = res.headers.get("x-request-id");
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const recorded = await api.waitForLog((l) => l.reqId === requestId && l.msg === "outbox: event recorded");
+    const eventId = recorded.eventId as string;
+    expect(recorded.eventType).toBe("events.safety.relay_message_received.v1");
+
+    await relay.waitForLog((l) => l.msg === "relay: events published" && (l.eventIds as string[]).includes(eventId));
+    await notifier.waitForLog((l) => l.msg === "notifier: event handled" && l.eventId === eventId);
+    await notifier.waitForLog((l) => l.msg === "notifier: delivered" && l.eventId === eventId);
+
+    const row = await eventually(async () => {
+      const { rows } = await db.pool.query(
+        `select status, channel, recipient_actor_id from notification where source_event_id = $1`,
+        [eventId],
+      );
+      return rows[0]?.status === "sent" ? rows[0] : undefined;
+    });
+    console.log(`[tracing] relay-message POST → in-app notification sent in ${Date.now() - sent} ms`);
+    expect(row).toEqual({ status: "sent", channel: "in_app", recipient_actor_id: "trace-owner" });
+    // Contact data stays out of every log line.
+    for (const p of [api, relay, notifier]) {
+      expect(JSON.stringify(p.lines)).not.toContain("finder@example.org");
+    }
+  });
+});
+
+describe("the notifier exposes consumer lag, notifications by status and channel, delivery latency and queue depth", () => {
+  it("serves them on its health port after a delivery", async () => {
+    const port = (notifier as ServiceProcess & { port: number }).port;
+    const text = await eventually(async () => {
+      const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      return /notifier_delivery_seconds_count\{[^}]*outcome="sent"[^}]*\} [1-9]/.test(body) ? body : undefined;
+    });
+    expect(text).toMatch(/notifier_consumer_lag\{[^}]*kind="pending"[^}]*\} 0/);
+    expect(text).toMatch(/notifications\{[^}]*status="sent"[^}]*channel="in_app"[^}]*\} [1-9]/);
+    expect(text).toContain("worker_queue_depth");
+    expect(text).toContain("process_resident_memory_bytes");
+  });
+});

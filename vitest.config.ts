@@ -1,0 +1,18 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["tests/**/*.test.ts"],
+    globalSetup: ["tests/setup/globalSetup.ts"],
+    pool: "forks",
+    // Each file has its own database (a clone of a migrated template) and its
+    // own nats-server, so files run in parallel.
+    fileParallelism: true,
+    maxWorkers: 4,
+    // Generous: the suite shares two cores with Postgres, NATS and the processes it starts.
+    testTimeout: 120_000,
+    hookTimeout: 60_000,
+    teardownTimeout: 20_000,
+    reporters: ["default"],
+  },
+});
