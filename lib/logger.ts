@@ -17,12 +17,12 @@ const redact = [
 ];
 
 export function createLogger({ name, level, pretty }: LoggerOptions): Logger {
-  return pino({
-    name,
-    level,
-    redact,
-    transport: pretty ? { target: "pino-pretty", options: { translateTime: "HH:MM:ss.l" } } : undefined,
-  });
+  if (pretty) {
+    return pino({ name, level, redact, transport: { target: "pino-pretty", options: { translateTime: "HH:MM:ss.l" } } });
+  }
+  // Synchronous writes keep lines in the order they were logged and lose none
+  // at exit; the asynchronous default can reorder the last lines of a shutdown.
+  return pino({ name, level, redact }, pino.destination({ dest: 1, sync: true }));
 }
 
 /**

@@ -150,7 +150,8 @@ describe("a notifier killed with SIGKILL mid-stream loses nothing and duplicates
     const events = Array.from({ length: 5000 }, (_, i) => relayEnvelope(`kill-${i}`));
     const ids = events.map((e) => e.id);
     await Promise.all(events.map((e) => publishEnvelope(nc, e)));
-    const victim = await notifier();
+    // One message at a time, so the victim is still mid-backlog when the first row lets the test kill it.
+    const victim = await notifier({ NOTIFIER_CONSUME_CONCURRENCY: "1" });
     await eventually(async () => ((await notificationsFor(db.pool, ids)).length > 0 ? true : undefined), 10_000, 5);
     victim.signal("SIGKILL");
     expect(await victim.exited).toBeNull();
