@@ -37,6 +37,11 @@ export function createPool({ connectionString, max = 10, applicationName, logger
   });
   // An idle client losing its connection (Postgres restart) must not crash the process.
   pool.on("error", (err) => logger.warn({ err: { message: err.message } }, "db: idle client error"));
+  // A checked-out client's connection can die too; its query rejects, and
+  // without a listener the client's "error" event would crash the process.
+  pool.on("connect", (client) => {
+    client.on("error", (err) => logger.warn({ err: { message: err.message } }, "db: client error"));
+  });
   return pool;
 }
 

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import { pingDatabase, type Pool } from "./db.js";
 import type { Logger } from "./logger.js";
 import { problemBody, problems } from "./problems.js";
@@ -33,7 +33,7 @@ export interface HealthServerOptions extends HealthOptions {
 
 /** The small HTTP server the relay and the notifier run on their health port. */
 export async function startHealthServer(options: HealthServerOptions): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: options.logger.child({ component: "health" }) as FastifyBaseLogger, disableRequestLogging: true });
+  const app = Fastify({ loggerInstance: options.logger.child({ component: "health" }) as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
   await app.register(healthRoutes, { pool: options.pool, problemBaseUrl: options.problemBaseUrl });
   await options.register?.(app);
   await app.listen({ host: options.host, port: options.port });
