@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ["tests/**/*.test.ts"],
     globalSetup: ["tests/setup/globalSetup.ts"],
+    // Fails a test whose public responses break the privacy rules (tests/helpers/privacy.ts).
+    setupFiles: ["tests/setup/privacy.ts"],
     pool: "forks",
     // Each file has its own database (a clone of a migrated template) and its
     // own nats-server, so files run in parallel.

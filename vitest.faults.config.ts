@@ -11,9 +11,12 @@ export default defineConfig({
       "tests/faults/**/*.fault.ts",
       "tests/faults/**/*.test.ts",
       "tests/foundation/startup.test.ts",
+      "tests/auth/authentication.test.ts",
       "tests/abuse/**/*.test.ts",
     ],
     globalSetup: ["tests/setup/globalSetup.ts"],
+    // Fails a test whose public responses break the privacy rules (tests/helpers/privacy.ts).
+    setupFiles: ["tests/setup/privacy.ts"],
     pool: "forks",
     fileParallelism: false,
     testTimeout: 180_000,

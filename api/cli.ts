@@ -1,5 +1,6 @@
-import { ConfigError } from "../lib/config.js";
-import { createLogger, exitFatal } from "../lib/logger.js";
+import { loadConfigOrExit } from "../lib/boot.js";
+import { loadDatabaseToolConfig } from "../lib/config.js";
+import { exitFatal } from "../lib/logger.js";
 import { migrateUp, migrationStatus } from "../lib/migrate.js";
 
 /**
@@ -7,19 +8,18 @@ import { migrateUp, migrationStatus } from "../lib/migrate.js";
  * applies migrations; `api migrate status` lists applied and pending ones.
  */
 const [command = "serve", sub] = process.argv.slice(2);
-const logger = createLogger({ name: "api", level: "info", pretty: false });
 
 if (command === "serve") {
   await import("./main.js");
 } else if (command === "migrate" && (sub === "up" || sub === "status")) {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) exitFatal(logger, "fatal", new ConfigError("DATABASE_URL", "is required"), { setting: "DATABASE_URL" });
+  // A missing DATABASE_URL logs `fatal` naming the setting and exits 1, as for the servers.
+  const { config, logger } = loadConfigOrExit("api", loadDatabaseToolConfig);
   try {
     if (sub === "up") {
-      await migrateUp(databaseUrl);
+      await migrateUp(config.DATABASE_URL);
       logger.info("migrate: up to date");
     } else {
-      const { applied, pending } = await migrationStatus(databaseUrl);
+      const { applied, pending } = await migrationStatus(config.DATABASE_URL);
       console.log(JSON.stringify({ applied, pending }, null, 2));
     }
   } catch (err) {

@@ -15,8 +15,24 @@ export const Timestamp = z.iso.datetime({ offset: true });
 
 export const Species = z.enum(["dog", "cat", "bird", "rabbit", "other"]);
 
+/**
+ * A numeric query parameter, coerced from its text. A blank value (`lat=`,
+ * `limit=`) is refused: plain coercion would read it as 0. The OpenAPI
+ * document shows the inner number schema with its bounds, so a default goes
+ * on the inner schema too.
+ */
+export function queryNumber<T extends z.ZodType<number, unknown>>(schema: T) {
+  return z.preprocess((value, ctx) => {
+    if (typeof value === "string" && value.trim() === "") {
+      ctx.addIssue({ code: "custom", message: "must not be blank", input: value });
+      return z.NEVER;
+    }
+    return value;
+  }, schema);
+}
+
 export const PageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: queryNumber(z.coerce.number().int().min(1).max(200).default(50)),
   cursor: z.string().max(500).optional(),
 });
 

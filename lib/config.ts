@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { z } from "zod";
 
 /**
@@ -43,13 +44,42 @@ const csv = z
       .filter((s) => s.length > 0),
   );
 
-const common = {
-  API_ENV: z.enum(["development", "test", "production"]).default("production"),
-  DATABASE_URL: z.string().min(1),
-  NATS_URL: z.string().min(1),
-  NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]+$/).default("EVENTS"),
+/**
+ * An optional setting where an empty or blank value counts as unset: `SECRET=`
+ * in a deployment file must never pass for a configured secret.
+ */
+const optionalSetting = <T extends z.ZodType<string | undefined>>(schema: T) =>
+  z.preprocess((value) => (typeof value === "string" && value.trim() === "" ? undefined : value), schema.optional());
+
+/** An IPv4 or IPv6 address, or one with a /prefix in range for its family. */
+export function isAddressOrCidr(entry: string): boolean {
+  const slash = entry.indexOf("/");
+  const family = isIP(slash < 0 ? entry : entry.slice(0, slash));
+  if (family === 0) return false;
+  if (slash < 0) return true;
+  const prefix = entry.slice(slash + 1);
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+const cidrList = csv.superRefine((entries, ctx) => {
+  for (const entry of entries) {
+    if (!isAddressOrCidr(entry)) ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR` });
+  }
+});
+
+const databaseUrl = z.string().trim().min(1);
+
+const logging = {
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   LOG_PRETTY: boolString,
+};
+
+const common = {
+  API_ENV: z.enum(["development", "test", "production"]).default("production"),
+  DATABASE_URL: databaseUrl,
+  NATS_URL: z.string().trim().min(1),
+  NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]+$/).default("EVENTS"),
+  ...logging,
   PROBLEM_BASE_URL: z.string().url().default("https://problems.animal-safety.example"),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
 };
@@ -58,16 +88,16 @@ const apiSchema = z.object({
   ...common,
   API_HTTP_ADDR: listenAddr.prefault(":8080"),
   API_PUBLIC_BASE_URL: z.string().url().default("http://localhost:8080"),
-  AUTH_JWKS_URL: z.string().url().optional(),
-  AUTH_ISSUER: z.string().min(1).optional(),
-  AUTH_AUDIENCE: z.string().min(1).optional(),
+  AUTH_JWKS_URL: optionalSetting(z.string().url()),
+  AUTH_ISSUER: optionalSetting(z.string()),
+  AUTH_AUDIENCE: optionalSetting(z.string()),
   AUTH_ROLES_CLAIM: z.string().min(1).default("roles"),
   API_CORS_ORIGINS: csv,
-  OBJECT_STORAGE_ENDPOINT: z.string().optional(),
-  OBJECT_STORAGE_BUCKET: z.string().optional(),
-  OBJECT_STORAGE_ACCESS_KEY_ID: z.string().optional(),
-  OBJECT_STORAGE_SECRET_ACCESS_KEY: z.string().optional(),
-  API_TRUSTED_PROXY_CIDRS: csv,
+  OBJECT_STORAGE_ENDPOINT: optionalSetting(z.string()),
+  OBJECT_STORAGE_BUCKET: optionalSetting(z.string()),
+  OBJECT_STORAGE_ACCESS_KEY_ID: optionalSetting(z.string()),
+  OBJECT_STORAGE_SECRET_ACCESS_KEY: optionalSetting(z.string()),
+  API_TRUSTED_PROXY_CIDRS: cidrList,
   API_DEV_AUTH_BYPASS: boolString,
   API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(65_536),
 });
@@ -85,7 +115,7 @@ const relaySchema = z.object({
 const notifierSchema = z.object({
   ...common,
   NOTIFIER_HEALTH_ADDR: listenAddr.prefault(":8085"),
-  SMTP_URL: z.string().url().optional(),
+  SMTP_URL: optionalSetting(z.string().url()),
   SMTP_FROM: z.string().min(3).default("Animal Safety <no-reply@animal-safety.example>"),
   NOTIFIER_CONSUMER_NAME: z.string().regex(/^[A-Za-z0-9_-]+$/).default("notifier"),
   NOTIFIER_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5),
@@ -93,16 +123,21 @@ const notifierSchema = z.object({
   NOTIFIER_CONSUME_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(32),
 });
 
+/** `api migrate …` and the operator tasks: a database and, for migrate, a logger. */
+const databaseToolSchema = z.object({ DATABASE_URL: databaseUrl, ...logging });
+
 export type ApiConfig = Readonly<z.output<typeof apiSchema>>;
 export type RelayConfig = Readonly<z.output<typeof relaySchema>>;
 export type NotifierConfig = Readonly<z.output<typeof notifierSchema>>;
+export type DatabaseToolConfig = Readonly<z.output<typeof databaseToolSchema>>;
 
 function parseWith<T extends z.ZodType>(schema: T, env: Env): z.output<T> {
   const result = schema.safeParse(env);
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const setting = String(issue.path[0] ?? "config");
-    throw new ConfigError(setting, env[setting] === undefined ? "is required" : issue.message);
+    const raw = env[setting];
+    throw new ConfigError(setting, raw === undefined ? "is required" : raw.trim() === "" ? "is empty" : issue.message);
   }
   return Object.freeze(result.data) as z.output<T>;
 }
@@ -126,7 +161,8 @@ export function loadApiConfig(env: Env): ApiConfig {
   if (config.API_ENV !== "development") {
     for (const setting of securitySensitiveApiSettings) {
       const value = config[setting];
-      if (value === undefined || (Array.isArray(value) && value.length === 0)) {
+      // Blank strings were already turned into "unset" by the schema; an empty list is unset too.
+      if (value === undefined || value === "" || (Array.isArray(value) && value.length === 0)) {
         throw new ConfigError(setting, `is required when API_ENV=${config.API_ENV}`);
       }
     }
@@ -140,4 +176,8 @@ export function loadRelayConfig(env: Env): RelayConfig {
 
 export function loadNotifierConfig(env: Env): NotifierConfig {
   return parseWith(notifierSchema, env);
+}
+
+export function loadDatabaseToolConfig(env: Env): DatabaseToolConfig {
+  return parseWith(databaseToolSchema, env);
 }

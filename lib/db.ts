@@ -66,22 +66,49 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
   }
 }
 
-/** Runs `select 1` with a deadline; resolves false on timeout or error. */
+/**
+ * `select 1` under one deadline covering both taking a connection and the
+ * query, so a server that accepts TCP and then never answers (a hung or
+ * partitioned Postgres) still gives `false` on time. A ping that misses the
+ * deadline destroys its connection: repeated probes against a hung server
+ * never pin pool clients.
+ */
 export async function pingDatabase(pool: Pool, timeoutMs: number): Promise<boolean> {
+  let client: PoolClient | null = null;
+  let finished = false;
+  const release = (destroy: boolean) => {
+    const held = client;
+    client = null;
+    held?.release(destroy);
+  };
+  const ping = (async () => {
+    const connected = await pool.connect();
+    if (finished) {
+      // Connected after the deadline: a healthy connection, so back to the pool.
+      connected.release();
+      return false;
+    }
+    client = connected;
+    await connected.query("select 1");
+    release(false);
+    return true;
+  })().catch(() => {
+    release(true);
+    return false;
+  });
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
+    timer = setTimeout(resolve, timeoutMs, false);
   });
-  const ping = pool.query("select 1").then(
-    () => true,
-    () => false,
-  );
   try {
     return await Promise.race([ping, deadline]);
   } finally {
+    finished = true;
     clearTimeout(timer);
+    release(true);
   }
 }
+
 
 const connectionErrorCodes = new Set([
   "ECONNREFUSED",

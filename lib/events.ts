@@ -7,6 +7,7 @@ export const EventType = {
   AnimalLostReported: "events.animal.lost_reported.v1",
   AnimalFoundReported: "events.animal.found_reported.v1",
   LostReportResolved: "events.safety.lost_report_resolved.v1",
+  FoundReportResolved: "events.safety.found_report_resolved.v1",
   LostReportCancelled: "events.safety.lost_report_cancelled.v1",
   SightingReported: "events.safety.sighting_reported.v1",
   RelayMessageReceived: "events.safety.relay_message_received.v1",

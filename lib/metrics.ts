@@ -19,18 +19,93 @@ export function registerMetricsRoute(app: FastifyInstance, registry: Registry): 
   });
 }
 
-/**
- * graphile-worker queue depth by task, read at scrape time. Both worker
- * processes (relay and notifier) expose it.
- */
-export function registerWorkerQueueDepth(registry: Registry, db: Queryable): void {
+/** A scrape-time read gets this long: a slow or unreachable source must not hold up the scrape. */
+export const SCRAPE_READ_TIMEOUT_MS = 1_000;
+
+export interface Sample {
+  labels?: Record<string, string>;
+  value: number;
+}
+
+export interface SourcedGaugeOptions {
+  name: string;
+  help: string;
+  labelNames?: string[];
+  /** What the read talks to (postgres, nats): a label on metrics_source_up. */
+  source: string;
+  /** Every sample of the gauge; the gauge is replaced by them only when the read succeeds. */
+  read: () => Promise<Sample[]>;
+}
+
+/** The reads of one registry's sourced gauges, each shared by its gauge and metrics_source_up within a scrape. */
+type SourceReads = Map<string, { source: string; refresh: () => Promise<boolean> }>;
+const sourceReads = new WeakMap<Registry, SourceReads>();
+
+function readsOf(registry: Registry): SourceReads {
+  let reads = sourceReads.get(registry);
+  if (reads) return reads;
+  const all: SourceReads = new Map();
+  sourceReads.set(registry, all);
   new Gauge({
-    name: "worker_queue_depth",
-    help: "graphile-worker jobs waiting (not locked), by task",
-    labelNames: ["task", "state"],
+    name: "metrics_source_up",
+    help: "1 when the metric's scrape-time read succeeded at this scrape, 0 when it failed or timed out (the metric then shows its last values)",
+    labelNames: ["metric", "source"],
     registers: [registry],
     async collect() {
-      this.reset();
+      await Promise.all([...all].map(async ([metric, { source, refresh }]) => this.set({ metric, source }, (await refresh()) ? 1 : 0)));
+    },
+  });
+  return all;
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`read timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A gauge read from Postgres or NATS at scrape time. The read gets
+ * SCRAPE_READ_TIMEOUT_MS; when it fails or times out the gauge keeps its last
+ * values and metrics_source_up{metric,source} is 0, so an outage shows in the
+ * scrape instead of failing it (a failing collect() fails the whole /metrics).
+ */
+export function registerSourcedGauge(registry: Registry, { name, help, labelNames = [], source, read }: SourcedGaugeOptions): void {
+  let inFlight: Promise<boolean> | undefined;
+  const gauge = new Gauge({ name, help, labelNames, registers: [registry], collect: () => refresh().then(() => undefined) });
+  // One read per scrape, however many collectors ask for it.
+  const refresh = (): Promise<boolean> =>
+    (inFlight ??= withTimeout(Promise.resolve().then(read), SCRAPE_READ_TIMEOUT_MS)
+      .then(
+        (samples) => {
+          gauge.reset();
+          for (const { labels, value } of samples) {
+            if (labels) gauge.set(labels, value);
+            else gauge.set(value);
+          }
+          return true;
+        },
+        () => false,
+      )
+      .finally(() => {
+        inFlight = undefined;
+      }));
+  readsOf(registry).set(name, { source, refresh });
+}
+
+/**
+ * graphile-worker queue depth by task and state, read at scrape time. Both
+ * worker processes (relay and notifier) expose it.
+ */
+export function registerWorkerQueueDepth(registry: Registry, db: Queryable): void {
+  registerSourcedGauge(registry, {
+    name: "worker_queue_depth",
+    help: "graphile-worker jobs by task and state: waiting (not locked, attempts left, due now or later), running (locked), failed (attempts exhausted)",
+    labelNames: ["task", "state"],
+    source: "postgres",
+    async read() {
       const { rows } = await db.query<{ task: string; state: string; n: number }>(
         `select task_identifier as task,
                 case when locked_at is not null then 'running'
@@ -40,7 +115,7 @@ export function registerWorkerQueueDepth(registry: Registry, db: Queryable): voi
          from graphile_worker.jobs
          group by 1, 2`,
       );
-      for (const row of rows) this.set({ task: row.task, state: row.state }, row.n);
+      return rows.map((row) => ({ labels: { task: row.task, state: row.state }, value: row.n }));
     },
   });
 }

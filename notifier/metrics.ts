@@ -1,7 +1,7 @@
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Queryable } from "../lib/db.js";
-import { Gauge, Histogram, registerWorkerQueueDepth, type Registry } from "../lib/metrics.js";
+import { Histogram, registerSourcedGauge, registerWorkerQueueDepth, SCRAPE_READ_TIMEOUT_MS, type Registry } from "../lib/metrics.js";
 
 export interface NotifierMetrics {
   /** Duration of one deliverer call, by channel and outcome (sent, failed). */
@@ -15,30 +15,38 @@ export interface NotifierMetricsOptions {
   consumer: string;
 }
 
-/** Consumer lag and notifications by status are read at scrape time; delivery latency as it happens. */
+/**
+ * Consumer lag and notifications by status are read at scrape time (kept at
+ * their last values while NATS or Postgres is unreachable; see
+ * registerSourcedGauge); delivery latency as it happens.
+ */
 export function createNotifierMetrics(registry: Registry, { db, nc, stream, consumer }: NotifierMetricsOptions): NotifierMetrics {
-  new Gauge({
+  // No account check per scrape; API requests time out with the scrape's read.
+  let jsm: Promise<JetStreamManager> | undefined;
+  registerSourcedGauge(registry, {
     name: "notifier_consumer_lag",
     help: "Messages the durable consumer has not yet had acknowledged (pending + awaiting ack)",
     labelNames: ["kind"],
-    registers: [registry],
-    async collect() {
-      const info = await (await jetstreamManager(nc)).consumers.info(stream, consumer);
-      this.set({ kind: "pending" }, info.num_pending);
-      this.set({ kind: "ack_pending" }, info.num_ack_pending);
+    source: "nats",
+    async read() {
+      jsm ??= jetstreamManager(nc, { checkAPI: false, timeout: SCRAPE_READ_TIMEOUT_MS });
+      const info = await (await jsm).consumers.info(stream, consumer);
+      return [
+        { labels: { kind: "pending" }, value: info.num_pending },
+        { labels: { kind: "ack_pending" }, value: info.num_ack_pending },
+      ];
     },
   });
-  new Gauge({
+  registerSourcedGauge(registry, {
     name: "notifications",
     help: "Notifications by status and channel",
     labelNames: ["status", "channel"],
-    registers: [registry],
-    async collect() {
-      this.reset();
+    source: "postgres",
+    async read() {
       const { rows } = await db.query<{ status: string; channel: string; n: number }>(
         `select status, channel, count(*)::int as n from notification group by status, channel`,
       );
-      for (const row of rows) this.set({ status: row.status, channel: row.channel }, row.n);
+      return rows.map((row) => ({ labels: { status: row.status, channel: row.channel }, value: row.n }));
     },
   });
   registerWorkerQueueDepth(registry, db);

@@ -1,3 +1,4 @@
+import type { Runner } from "graphile-worker";
 import { busClient, connectBus, ensureStream } from "../lib/bus.js";
 import { loadConfigOrExit } from "../lib/boot.js";
 import { loadRelayConfig } from "../lib/config.js";
@@ -10,7 +11,7 @@ import { startWorker } from "../lib/worker.js";
 import { MAINTENANCE_CRONTAB, MAINTENANCE_PRUNE_TASK, makeMaintenancePruneTask } from "../jobs/maintenance__prune.js";
 import { makeOutboxRelayTask, OUTBOX_RELAY_TASK } from "../jobs/outbox_relay.js";
 import { createRelayMetrics } from "./metrics.js";
-import { OutboxRelay } from "./outboxRelay.js";
+import { assertMigrated, OutboxRelay } from "./outboxRelay.js";
 
 const { config, logger } = loadConfigOrExit("relay", loadRelayConfig);
 
@@ -39,16 +40,26 @@ const relay = new OutboxRelay({
   lanes: config.RELAY_LANES,
 });
 
-const runner = await startWorker({
-  pool,
-  logger,
-  taskList: {
-    [OUTBOX_RELAY_TASK]: makeOutboxRelayTask(relay),
-    [MAINTENANCE_PRUNE_TASK]: makeMaintenancePruneTask(config.OUTBOX_RETENTION_DAYS),
-  },
-  crontab: MAINTENANCE_CRONTAB,
-  concurrency: 2,
-});
+// Postgres down at boot, or a database `api migrate up` never ran on, is a
+// fatal start like an unreachable bus. The check comes first because
+// graphile-worker installs its own schema when it is missing, and no process
+// migrates at boot.
+let runner: Runner;
+try {
+  await assertMigrated(pool);
+  runner = await startWorker({
+    pool,
+    logger,
+    taskList: {
+      [OUTBOX_RELAY_TASK]: makeOutboxRelayTask(relay),
+      [MAINTENANCE_PRUNE_TASK]: makeMaintenancePruneTask(config.OUTBOX_RETENTION_DAYS),
+    },
+    crontab: MAINTENANCE_CRONTAB,
+    concurrency: 2,
+  });
+} catch (err) {
+  exitFatal(logger, `relay: database: ${(err as Error).message}`, err);
+}
 
 // The heartbeat sweep: finds rows whose job was lost, and retries after a bus outage.
 const sweep = () =>

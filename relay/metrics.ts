@@ -1,5 +1,5 @@
 import type { Queryable } from "../lib/db.js";
-import { Counter, Gauge, Histogram, registerWorkerQueueDepth, type Registry } from "../lib/metrics.js";
+import { Counter, Histogram, registerSourcedGauge, registerWorkerQueueDepth, type Registry } from "../lib/metrics.js";
 
 export interface RelayMetrics {
   publishSeconds: Histogram;
@@ -7,26 +7,30 @@ export interface RelayMetrics {
   publishFailures: Counter;
 }
 
-/** Backlog size and age are read from the outbox at scrape time; publish figures are counted as they happen. */
+/**
+ * Backlog size and age are read from the outbox at scrape time (kept at their
+ * last values while Postgres is unreachable; see registerSourcedGauge);
+ * publish figures are counted as they happen.
+ */
 export function createRelayMetrics(registry: Registry, db: Queryable): RelayMetrics {
-  new Gauge({
+  registerSourcedGauge(registry, {
     name: "outbox_backlog",
     help: "Unpublished outbox rows",
-    registers: [registry],
-    async collect() {
+    source: "postgres",
+    async read() {
       const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from outbox_event where published_at is null`);
-      this.set(rows[0]!.n);
+      return [{ value: rows[0]!.n }];
     },
   });
-  new Gauge({
+  registerSourcedGauge(registry, {
     name: "outbox_oldest_unpublished_age_seconds",
     help: "Age of the oldest unpublished outbox row (0 when none)",
-    registers: [registry],
-    async collect() {
+    source: "postgres",
+    async read() {
       const { rows } = await db.query<{ age: number | null }>(
         `select extract(epoch from now() - min(occurred_at))::float8 as age from outbox_event where published_at is null`,
       );
-      this.set(rows[0]?.age ?? 0);
+      return [{ value: rows[0]?.age ?? 0 }];
     },
   });
   registerWorkerQueueDepth(registry, db);

@@ -1,10 +1,25 @@
 import { publishOutboxRow, type JetStreamClient } from "../lib/bus.js";
-import { withTransaction, type Pool } from "../lib/db.js";
+import { withTransaction, type Pool, type Queryable } from "../lib/db.js";
 import type { Logger } from "../lib/logger.js";
 import { claimUnpublishedBatch, markPublished } from "../lib/outbox.js";
 import type { RelayMetrics } from "./metrics.js";
 
 export const RELAY_BATCH_SIZE = 100;
+
+/**
+ * Refuses a database `api migrate up` has not prepared (no schema_migrations,
+ * or no graphile_worker schema), instead of letting the worker install its
+ * schema at boot.
+ */
+export async function assertMigrated(db: Queryable): Promise<void> {
+  const { rows } = await db.query<{ migrations: boolean; worker: boolean }>(
+    `select to_regclass('public.schema_migrations') is not null as migrations,
+            to_regnamespace('graphile_worker') is not null as worker`,
+  );
+  if (!rows[0]?.migrations || !rows[0].worker) {
+    throw new Error("the database is not migrated; run `api migrate up` first");
+  }
+}
 
 export interface OutboxRelayOptions {
   pool: Pool;
@@ -76,9 +91,13 @@ export class OutboxRelay {
   private async drainLane(): Promise<boolean> {
     let full = false;
     while (!this.stopped && Date.now() >= this.pausedUntil) {
+      const startedAt = Date.now();
       const result = await this.publishBatch();
       if (result.failed > 0) {
-        this.pausedUntil = Date.now() + this.options.retryIntervalMs;
+        // The pause counts from the attempt's start: a publish held until its
+        // ack timeout (the bus is down) must not add that wait to the spacing,
+        // so attempts stay about retryIntervalMs apart.
+        this.pausedUntil = startedAt + this.options.retryIntervalMs;
         return false;
       }
       full = result.claimed === this.batchSize;

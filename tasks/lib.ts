@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import pg from "pg";
+import { loadDatabaseToolConfig, type DatabaseToolConfig } from "../lib/config.js";
 
 /**
  * Shared by the operator scripts: argument parsing, a dry run unless
@@ -23,13 +24,19 @@ export function required(value: unknown, name: string, usage: string): string {
   return value;
 }
 
-export async function withTaskClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const url = process.env.DATABASE_URL;
-  if (!url) {
-    console.error("DATABASE_URL is required");
+/** The script's settings, parsed through lib/config.ts; a missing DATABASE_URL is a usage error (exit 2). */
+export function loadTaskConfig(env: NodeJS.ProcessEnv = process.env): DatabaseToolConfig {
+  try {
+    return loadDatabaseToolConfig(env);
+  } catch (err) {
+    console.error((err as Error).message);
     process.exit(2);
   }
-  const client = new pg.Client({ connectionString: url, application_name: "operator-task" });
+}
+
+export async function withTaskClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const { DATABASE_URL } = loadTaskConfig();
+  const client = new pg.Client({ connectionString: DATABASE_URL, application_name: "operator-task" });
   await client.connect();
   try {
     return await fn(client);

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { isDatabaseUnavailable, isUniqueViolation } from "../../lib/db.js";
-import { problemBody, ProblemError, problems, type ValidationIssue } from "../../lib/problems.js";
+import { problemBody, ProblemError, problems, ProblemSlug, type ValidationIssue } from "../../lib/problems.js";
 
 export function sendProblem(reply: FastifyReply, baseUrl: string, problem: ProblemError): FastifyReply {
   reply.headers(problem.headers);
@@ -59,7 +59,7 @@ export function registerErrorHandling(app: FastifyInstance, baseUrl: string, bod
     const problem = toProblem(err, bodyLimit);
     if (problem.status >= 500) {
       request.log.error({ err }, "request failed");
-    } else if (problem.slug !== "validation-failed") {
+    } else if (problem.slug !== ProblemSlug.ValidationFailed) {
       request.log.info({ problem: problem.slug }, "request refused");
     }
     return sendProblem(reply, baseUrl, problem);

@@ -74,8 +74,14 @@ function visibleTo<T extends { reporterId: string; moderationState: string | nul
 
 /** A lost report the caller may act on publicly: 404 when missing or hidden by moderation. */
 async function lockVisibleLostReport(client: Queryable, id: string, actor: Actor | null) {
-  return visibleTo(await store.lockLostReport(client, id), actor, "lost report");
+  return visibleTo(await store.lockReport(client, "lost", id), actor, "lost report");
 }
+
+/** What differs between resolving a lost and a found report: the route, the wording and the event. */
+const resolvable: Record<store.ReportKind, { path: string; what: string; event: EventType; idField: string }> = {
+  lost: { path: "lost-reports", what: "lost report", event: EventType.LostReportResolved, idField: "lostReportId" },
+  found: { path: "found-reports", what: "found report", event: EventType.FoundReportResolved, idField: "foundReportId" },
+};
 
 export const safetyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool }) => {
   app.post(
@@ -228,40 +234,41 @@ export const safetyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool }
     },
   );
 
-  app.post(
-    "/v1/safety/lost-reports/:id/resolve",
-    {
-      config: { auth: "actor" },
-      schema: {
-        tags: ["safety"],
-        summary: "Resolve a lost report (reporter only)",
-        description:
-          "Moves an open report to reunited or closed and emits events.safety.lost_report_resolved.v1. " +
-          "A report that is no longer open gets 409 conflict.",
-        params: IdParams,
-        body: ResolveBody,
-        response: { 200: Resolved, ...problemResponses(400, 401, 403, 404, 409) },
+  for (const kind of ["lost", "found"] as const) {
+    const { path, what, event, idField } = resolvable[kind];
+    app.post(
+      `/v1/safety/${path}/:id/resolve`,
+      {
+        config: { auth: "actor" },
+        schema: {
+          tags: ["safety"],
+          summary: `Resolve a ${what} (reporter only)`,
+          description:
+            `Moves an open ${what} to reunited or closed and emits ${event} through the outbox in the same transaction; ` +
+            `from then on it no longer appears in GET /v1/safety/alerts. Only the reporter may resolve it (403 forbidden ` +
+            `for anyone else, platform admins included); an unknown id is 404. A report that is no longer open gets ` +
+            `409 conflict. The event carries {${idField}, reporterId, outcome, resolvedAt}.`,
+          params: IdParams,
+          body: ResolveBody,
+          response: { 200: Resolved, ...problemResponses(400, 401, 403, 404, 409) },
+        },
       },
-    },
-    async (request) => {
-      const actor = requireActor(request);
-      const { outcome } = request.body;
-      return withTransaction(pool, async (client) => {
-        const report = await store.lockLostReport(client, request.params.id);
-        if (!report) throw problems.notFound("lost report");
-        if (report.reporterId !== actor.id) throw problems.forbidden("only the reporter can resolve this report");
-        if (report.status !== "open") throw problems.conflict(`this report is already ${report.status}`);
-        const resolved = await store.resolveLostReport(client, report.id, outcome);
-        await insertOutboxEvent(client, EventType.LostReportResolved, {
-          lostReportId: report.id,
-          reporterId: report.reporterId,
-          outcome,
-          resolvedAt: resolved.resolvedAt.toISOString(),
-        }, request.log);
-        return { id: report.id, status: outcome, resolvedAt: resolved.resolvedAt.toISOString() };
-      });
-    },
-  );
+      async (request) => {
+        const actor = requireActor(request);
+        const { outcome } = request.body;
+        return withTransaction(pool, async (client) => {
+          const report = await store.lockReport(client, kind, request.params.id);
+          if (!report) throw problems.notFound(what);
+          if (report.reporterId !== actor.id) throw problems.forbidden("only the reporter can resolve this report");
+          if (report.status !== "open") throw problems.conflict(`this report is already ${report.status}`);
+          const resolved = await store.resolveReport(client, kind, report.id, outcome);
+          const resolvedAt = resolved.resolvedAt.toISOString();
+          await insertOutboxEvent(client, event, { [idField]: report.id, reporterId: report.reporterId, outcome, resolvedAt }, request.log);
+          return { id: report.id, status: outcome, resolvedAt };
+        });
+      },
+    );
+  }
 
   app.post(
     "/v1/safety/lost-reports/:id/flag",

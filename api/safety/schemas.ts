@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { COARSE_PRECISION_METERS } from "../../lib/geo.js";
-import { PageQuery, Point, Species, Timestamp } from "../schemas.js";
+import { PageQuery, Point, queryNumber, Species, Timestamp } from "../schemas.js";
 
 export const text = (max: number) => z.string().trim().min(1).max(max);
 
@@ -111,7 +111,7 @@ export const LostReportPrivate = z
   })
   .meta({ id: "LostReportPrivate" });
 
-export const ResolveBody = z.object({ outcome: z.enum(["reunited", "closed"]) }).meta({ id: "ResolveLostReport" });
+export const ResolveBody = z.object({ outcome: z.enum(["reunited", "closed"]) }).meta({ id: "ResolveReport" });
 export const Resolved = z.object({ id: z.uuid(), status: ReportStatus, resolvedAt: z.string() });
 
 export const FlagBody = z.object({ reason: text(500) }).meta({ id: "FlagLostReport" });
@@ -123,9 +123,9 @@ export const Accepted = z.object({ id: z.uuid() });
 
 export const AlertKind = z.enum(["lost", "found"]);
 export const AlertsQuery = PageQuery.extend({
-  lat: z.coerce.number().min(-90).max(90),
-  lon: z.coerce.number().min(-180).max(180),
-  radiusKm: z.coerce.number().gt(0).max(100).default(10),
+  lat: queryNumber(z.coerce.number().min(-90).max(90)),
+  lon: queryNumber(z.coerce.number().min(-180).max(180)),
+  radiusKm: queryNumber(z.coerce.number().gt(0).max(100).default(10)),
   kind: z.enum(["lost", "found", "all"]).default("all"),
   species: Species.optional(),
 });

@@ -195,7 +195,12 @@ export async function getFoundReport(client: Queryable, id: string): Promise<Fou
   return rows[0] ?? null;
 }
 
-export interface LockedLostReport {
+/** The two report tables, which share their status, resolve and moderation columns. */
+export type ReportKind = "lost" | "found";
+const reportTable: Record<ReportKind, string> = { lost: "safety_lost_report", found: "safety_found_report" };
+const moderationTarget: Record<ReportKind, string> = { lost: "lost_report", found: "found_report" };
+
+export interface LockedReport {
   id: string;
   reporterId: string;
   status: string;
@@ -203,24 +208,26 @@ export interface LockedLostReport {
 }
 
 /** Locks the report row: serialises resolves, and relay messages counted against the daily cap. */
-export async function lockLostReport(client: Queryable, id: string): Promise<LockedLostReport | null> {
-  const { rows } = await client.query<LockedLostReport>(
+export async function lockReport(client: Queryable, kind: ReportKind, id: string): Promise<LockedReport | null> {
+  const { rows } = await client.query<LockedReport>(
     `select r.id, r.reporter_id as "reporterId", r.status,
-       ${moderationStateOf("lost_report", "r.id")} as "moderationState"
-     from safety_lost_report r where r.id = $1::uuid
+       ${moderationStateOf(moderationTarget[kind], "r.id")} as "moderationState"
+     from ${reportTable[kind]} r where r.id = $1::uuid
      for update`,
     [id],
   );
   return rows[0] ?? null;
 }
 
-export async function resolveLostReport(
+/** Closes a report: it leaves the open-only alerts (and their partial GiST index) at once. */
+export async function resolveReport(
   client: Queryable,
+  kind: ReportKind,
   id: string,
   outcome: "reunited" | "closed",
 ): Promise<{ status: string; resolvedAt: Date }> {
   const { rows } = await client.query<{ status: string; resolvedAt: Date }>(
-    `update safety_lost_report set status = $2::text, resolved_at = now(), updated_at = now()
+    `update ${reportTable[kind]} set status = $2::text, resolved_at = now(), updated_at = now()
      where id = $1::uuid
      returning status, resolved_at as "resolvedAt"`,
     [id, outcome],
@@ -294,16 +301,10 @@ export interface AlertRow {
  * Open, unmoderated reports whose coarse point lies within the radius,
  * nearest first, keyset-paginated on (distance, id). Only coarse_location is
  * ever compared, so neither the radius nor the distance can be bisected down
- * to a precise point. ST_DWithin on each table's partial GiST index.
+ * to a precise point. ST_DWithin on each table's partial GiST index (the
+ * index test EXPLAINs this very text).
  */
-export async function findAlerts(
-  client: Queryable,
-  query: AlertsQuery,
-  after: { d: number; id: string } | null,
-  limit: number,
-): Promise<AlertRow[]> {
-  const { rows } = await client.query<AlertRow>(
-    `with origin as (select $1::geography as pt),
+export const ALERTS_SQL = `with origin as (select $1::geography as pt),
      candidates as (
        select r.id, 'lost' as kind, r.species, r.animal_name as "animalName", r.coarse_location, r.created_at,
               st_distance(r.coarse_location, o.pt) as distance_m
@@ -329,17 +330,28 @@ export async function findAlerts(
      from candidates
      where $5::double precision is null or (distance_m, id) > ($5::double precision, $6::uuid)
      order by distance_m, id
-     limit $7::int`,
-    [
-      toWkt({ lat: query.lat, lon: query.lon }),
-      query.radiusKm * 1000,
-      query.kind,
-      query.species ?? null,
-      after?.d ?? null,
-      after?.id ?? null,
-      limit,
-    ],
-  );
+     limit $7::int`;
+
+/** The parameters of ALERTS_SQL, in order. */
+export function alertsValues(query: AlertsQuery, after: { d: number; id: string } | null, limit: number): unknown[] {
+  return [
+    toWkt({ lat: query.lat, lon: query.lon }),
+    query.radiusKm * 1000,
+    query.kind,
+    query.species ?? null,
+    after?.d ?? null,
+    after?.id ?? null,
+    limit,
+  ];
+}
+
+export async function findAlerts(
+  client: Queryable,
+  query: AlertsQuery,
+  after: { d: number; id: string } | null,
+  limit: number,
+): Promise<AlertRow[]> {
+  const { rows } = await client.query<AlertRow>(ALERTS_SQL, alertsValues(query, after, limit));
   return rows;
 }
 

@@ -54,6 +54,7 @@ const byGate: Record<RouteAuth, Record<Caller, Expected>> = {
 const ownerOnly: Record<string, Partial<Record<Caller, Expected>>> = {
   "GET /v1/safety/lost-reports/:id/private": { "other actor": forbidden },
   "POST /v1/safety/lost-reports/:id/resolve": { "other actor": forbidden, admin: forbidden },
+  "POST /v1/safety/found-reports/:id/resolve": { "other actor": forbidden, admin: forbidden },
   "GET /v1/animals/:id": { "other actor": forbidden, admin: forbidden },
   "PUT /v1/animals/:id/emergency-profile": { "other actor": forbidden, admin: forbidden },
 };

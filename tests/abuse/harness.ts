@@ -1,6 +1,6 @@
 import type { FastifyInstance, HTTPMethods, InjectOptions, LightMyRequestResponse, RouteOptions } from "fastify";
 import { pino } from "pino";
-import { afterAll, afterEach, beforeAll, expect } from "vitest";
+import { afterAll, beforeAll } from "vitest";
 import type { RouteAuth } from "../../api/plugins/auth.js";
 import { buildApp } from "../../api/app.js";
 import { busClient, connectBus, ensureStream, type NatsConnection } from "../../lib/bus.js";
@@ -9,7 +9,7 @@ import { createPool, type Pool } from "../../lib/db.js";
 import { devEnv } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";
-import { privacyViolations } from "./privacy.js";
+import { checkPublicResponses, privacyRules } from "../helpers/privacy.js";
 
 /** A route as Fastify registered it, with the gate auth.ts applies to it. */
 export interface RegisteredRoute {
@@ -30,12 +30,12 @@ export interface AbuseHarness {
   routes: RegisteredRoute[];
   /**
    * inject() from an address of its own, so the per-IP limiter (tested in
-   * tests/plugins) never answers in a route's place. Every response of a
-   * public API route goes through the privacy checker; what it finds fails
-   * the running test.
+   * tests/plugins) never answers in a route's place. The privacy checker
+   * (tests/helpers/privacy.ts, seeded with the world's secrets) sees every
+   * public response; what it finds fails the running test.
    */
   call(options: InjectOptions): Promise<LightMyRequestResponse>;
-  /** Public responses the privacy checker has walked, per route ("GET /v1/…"), with their status codes. */
+  /** Responses of public API routes, per route ("GET /v1/…"), with their status codes. */
   publicResponses: Map<string, number[]>;
 }
 
@@ -52,7 +52,6 @@ function freshAddress(): string {
  */
 export function useAbuseHarness(options: { extra?: Env | (() => Env | Promise<Env>) } = {}): AbuseHarness {
   const harness = { publicResponses: new Map() } as AbuseHarness;
-  const privacy: string[] = [];
   const seen: RouteOptions[] = [];
   let nc: NatsConnection | undefined;
   beforeAll(async () => {
@@ -64,7 +63,13 @@ export function useAbuseHarness(options: { extra?: Env | (() => Env | Promise<En
     nc = await connectBus(config.NATS_URL, "abuse-test", logger);
     await ensureStream(nc, config.NATS_STREAM);
     harness.pool = createPool({ connectionString: config.DATABASE_URL, max: 4, applicationName: "abuse-test", logger });
-    harness.app = await buildApp({ config, pool: harness.pool, js: busClient(nc), logger, onRoute: (route) => void seen.push(route) });
+    privacyRules.point(PRECISE).actor(OWNER).actor(OTHER);
+    for (const secret of [VERIFICATION_DETAIL, CONTACT, ...MICROCHIPS]) privacyRules.text(secret);
+    const onRoute = (route: RouteOptions) => {
+      seen.push(route);
+      checkPublicResponses(route);
+    };
+    harness.app = await buildApp({ config, pool: harness.pool, js: busClient(nc), logger, onRoute });
     await harness.app.ready();
     // OPTIONS * is @fastify/cors's preflight handler, answered before auth; it is not an operation.
     harness.routes = seen.flatMap((route) =>
@@ -83,19 +88,9 @@ export function useAbuseHarness(options: { extra?: Env | (() => Env | Promise<En
       if (route?.auth === "public" && !route.hidden && res.body !== "") {
         const key = `${route.method} ${route.url}`;
         harness.publicResponses.set(key, [...(harness.publicResponses.get(key) ?? []), res.statusCode]);
-        let body: unknown = res.body;
-        try {
-          body = JSON.parse(res.body);
-        } catch {
-          // not JSON: checked as text
-        }
-        privacy.push(...privacyViolations(body, SECRETS).map((v) => `${key} ${res.statusCode} ${v}`));
       }
       return res;
     };
-  });
-  afterEach(() => {
-    expect(privacy.splice(0), "public responses broke the privacy rules").toEqual([]);
   });
   afterAll(async () => {
     await harness.app?.close();
@@ -216,9 +211,7 @@ export const ADMIN = "admin-1";
 export const PRECISE = { lat: 48.856613, lon: 2.352222 };
 export const VERIFICATION_DETAIL = "scar under the left ear, known only to the owner";
 export const CONTACT = "finder@example.com, +33 6 12 34 56 78";
-const MICROCHIPS = ["CHIP-0042-XYZ", "CHIP-0099-ABC"];
-/** Seeded values no public response may contain: who reported or owns what, contacts, owner-only details. */
-export const SECRETS = [OWNER, OTHER, VERIFICATION_DETAIL, CONTACT, ...MICROCHIPS];
+export const MICROCHIPS = ["CHIP-0042-XYZ", "CHIP-0099-ABC"];
 
 /** Real rows for every kind of path parameter, created through the API (notifications directly: only the notifier makes them). */
 export interface World {

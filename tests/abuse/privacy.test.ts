@@ -1,9 +1,11 @@
+import Fastify from "fastify";
 import { beforeAll, describe, expect, it } from "vitest";
-import { PLATFORM_ADMIN } from "../../api/plugins/auth.js";
-import { coarsen } from "../../lib/geo.js";
-import { as } from "../helpers/app.js";
-import { CONTACT, OTHER, OWNER, PRECISE, SECRETS, seedWorld, useAbuseHarness, VERIFICATION_DETAIL, type World } from "./harness.js";
-import { privacyViolations } from "./privacy.js";
+import { createAuthenticator, PLATFORM_ADMIN, registerAuth } from "../../api/plugins/auth.js";
+import { loadApiConfig } from "../../lib/config.js";
+import { coarsen, COARSE_PRECISION_METERS } from "../../lib/geo.js";
+import { as, devEnv } from "../helpers/app.js";
+import { checkPublicResponses, PrivacyRules, privacyStats, takePrivacyViolations } from "../helpers/privacy.js";
+import { CONTACT, MICROCHIPS, OTHER, OWNER, PRECISE, seedWorld, useAbuseHarness, VERIFICATION_DETAIL, type World } from "./harness.js";
 
 const h = useAbuseHarness();
 let world: World;
@@ -19,26 +21,121 @@ const viewers: [string, Record<string, string>][] = [
   ["an admin", as("privacy-admin", [PLATFORM_ADMIN])],
 ];
 
+/** Rules seeded the way the harness seeds them, independent of this file's traffic. */
+function seededRules(): PrivacyRules {
+  const rules = new PrivacyRules().point(PRECISE).actor(OWNER).actor(OTHER);
+  for (const secret of [VERIFICATION_DETAIL, CONTACT, ...MICROCHIPS]) rules.text(secret);
+  return rules;
+}
+
+const coarseView = (point: { lat: number; lon: number }) => ({ ...coarsen(point), precisionMeters: COARSE_PRECISION_METERS });
+const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+
 describe("the privacy checker catches what a public response must not carry", () => {
-  it("flags a precise point, a reporter id, contact data, verificationDetail and a microchip id, and passes a coarse view", () => {
-    const leaky = {
-      location: PRECISE,
-      reporterId: OWNER,
-      fromContact: CONTACT,
-      verificationDetail: VERIFICATION_DETAIL,
-      animal: { microchipId: "CHIP-0042-XYZ" },
-      note: "ring me on +33 6 12 34 56 78 or mail a@b.example",
-    };
-    const found = privacyViolations(leaky, SECRETS);
-    for (const expected of ["precise point", "reporterId", "fromContact", "verificationDetail", "microchipId", "a phone number", "an email address"]) {
-      expect(found.join("\n")).toContain(expected);
-    }
-    expect(privacyViolations({ location: { ...coarsen(PRECISE), precisionMeters: 1000 }, createdAt: "2025-11-20T08:00:00.000Z" }, SECRETS)).toEqual([]);
+  const leaks: [string, unknown, string][] = [
+    ["a precise {lat, lon}", { location: PRECISE }, "precise point"],
+    ["latitude/longitude keys", { where: { latitude: PRECISE.lat, longitude: PRECISE.lon } }, "precise point"],
+    ["coordinates as strings", { location: { lat: String(PRECISE.lat), lng: String(PRECISE.lon) } }, "precise point"],
+    ["a lone latitude", { latitude: PRECISE.lat }, "lone coordinate"],
+    ["a GeoJSON [lon, lat] position", { geometry: { type: "Point", coordinates: [PRECISE.lon, PRECISE.lat] } }, "GeoJSON position"],
+    ["a seeded coordinate as a bare number", { distanceKm: 0.4, y: PRECISE.lat }, `seeded coordinate ${PRECISE.lat}`],
+    ["a seeded coordinate rounded to 4 decimals", { x: 2.3522 }, `seeded coordinate ${PRECISE.lon}`],
+    ["a seeded coordinate in text", { note: `found at ${PRECISE.lat}, ${PRECISE.lon}` }, `seeded coordinate ${PRECISE.lat} in text`],
+    ["a seeded coordinate truncated in text", { note: "near 48.8566 N" }, `seeded coordinate ${PRECISE.lat} in text`],
+    ["a WKT point", { where: `POINT(${PRECISE.lon} ${PRECISE.lat})` }, "WKT point"],
+    ["an EWKT point, even rounded", { where: "SRID=4326;POINT(2.35 48.86)" }, "WKT point"],
+    ["a reporterId field", { reporterId: "someone" }, "reporterId: private field"],
+    ["the reporter's id under an innocent key", { by: OWNER }, `actor id "${OWNER}"`],
+    ["the reporter's id inside text", { note: `reported by ${OWNER} yesterday` }, `actor id "${OWNER}"`],
+    ["a fromContact field", { fromContact: "x" }, "fromContact: private field"],
+    ["seeded contact data inside text", { note: `contact: ${CONTACT}` }, "private value"],
+    ["an email address", { note: "mail a@b.example" }, "an email address"],
+    ["a phone number", { note: "ring +33 6 12 34 56 78" }, "a phone number"],
+    ["an email field, even empty", { email: null }, "email: private field"],
+    ["a phone field", { owner: { phone: "n/a" } }, "phone: private field"],
+    ["a verificationDetail field", { verificationDetail: "x" }, "verificationDetail: private field"],
+    ["the verification detail inside text", { description: `Known: ${VERIFICATION_DETAIL}` }, "private value"],
+    ["a microchipId field", { animal: { microchipId: "x" } }, "microchipId: private field"],
+    ["a seeded microchip id inside text", { description: `chip ${MICROCHIPS[0]}` }, "private value"],
+    ["a precise point inside an opaque cursor", { items: [], nextCursor: cursorOf({ lat: PRECISE.lat, lon: PRECISE.lon }) }, "nextCursor(decoded): precise point"],
+    ["a reporter id inside an opaque cursor", { items: [], nextCursor: cursorOf({ r: OWNER }) }, `actor id "${OWNER}"`],
+  ];
+
+  it.each(leaks)("flags %s", (_name, body, expected) => {
+    expect(seededRules().violations(body).join("\n")).toContain(expected);
   });
 
-  it("looks inside opaque cursors", () => {
-    const cursor = Buffer.from(JSON.stringify({ lat: PRECISE.lat, lon: PRECISE.lon })).toString("base64url");
-    expect(privacyViolations({ items: [], nextCursor: cursor }, SECRETS)).toEqual([expect.stringContaining("precise point")]);
+  it("passes coarse views: cell centres as pairs, strings or GeoJSON, distances, ids, timestamps", () => {
+    const coarse = coarseView(PRECISE);
+    const views = [
+      { id: world.lostReportId, location: coarse, createdAt: "2025-11-20T08:00:00.000Z", animal: { name: "Rex", colors: ["brown"] } },
+      { items: [{ id: world.foundReportId, kind: "lost", location: coarse, distanceKm: 0.4 }], nextCursor: cursorOf({ d: 412.5, id: world.lostReportId }) },
+      { location: { lat: coarse.lat.toFixed(6), lon: String(coarse.lon) } },
+      { geometry: { type: "Point", coordinates: [coarse.lon, coarse.lat] } },
+      { name: "Rex", species: "dog", medicalNotes: "diabetic", instructions: "call the vet" },
+    ];
+    for (const view of views) expect(seededRules().violations(view), JSON.stringify(view)).toEqual([]);
+  });
+
+  it("never flags the coarse cell centre of a seeded precise point, however close the point is to it (5,000 random points)", () => {
+    let seed = 42;
+    const random = () => (seed = (seed * 16_807) % 2_147_483_647) / 2_147_483_647;
+    let flaggedPrecise = 0;
+    for (let i = 0; i < 5_000; i++) {
+      const precise = { lat: Number((random() * 170 - 85).toFixed(6)), lon: Number((random() * 360 - 180).toFixed(6)) };
+      // Every 10th point sits within a metre of its cell centre.
+      const point = i % 10 === 0 ? { lat: coarsen(precise).lat + 0.000004, lon: coarsen(precise).lon - 0.000003 } : precise;
+      const rules = new PrivacyRules().point(point);
+      const coarse = coarseView(point);
+      const views = [{ location: coarse }, { coordinates: [coarse.lon, coarse.lat] }, { location: { lat: String(coarse.lat), lon: String(coarse.lon) } }];
+      for (const view of views) expect(rules.violations(view), `${JSON.stringify(point)} → ${JSON.stringify(view)}`).toEqual([]);
+      if (rules.violations({ location: point }).length > 0) flaggedPrecise++;
+    }
+    // The same rules do see each precise point (a point exactly on its cell centre would be public by design).
+    console.log(`privacy self-test: 5000 coarse views passed; ${flaggedPrecise} of 5000 precise points flagged`);
+    expect(flaggedPrecise).toBe(5_000);
+  });
+
+  it("learns from a successful write what its public responses must not repeat, but not what the writer published", () => {
+    const rules = new PrivacyRules();
+    rules.learn({ location: { lat: 45.123456, lon: 5.654321 }, fromContact: "jane@example.org", microchipId: "CHIP-77777", description: "CHIP-55555" }, "writer-77");
+    rules.learn({ animal: { name: "sam@home", microchipId: "sam@home" } }, null);
+    expect(rules.violations({ a: 45.123456, b: "near 5.6543", c: "writer-77", d: "by writer-77.", e: "CHIP-77777" })).toHaveLength(5);
+    // Sent in a public field too (description, name): the writer published it, so it is no secret.
+    expect(rules.violations({ description: "CHIP-55555", name: "sam@home" })).toEqual([]);
+  });
+});
+
+describe("the privacy hook on a real Fastify app with the real auth gate", () => {
+  it("records a leak on a public route and on an anonymous response, not on an actor's private view", async () => {
+    expect(privacyStats.setupInstalled, "tests/setup/privacy.ts is a setup file of this config").toBe(true);
+    const app = Fastify();
+    app.addHook("onRoute", checkPublicResponses);
+    registerAuth(app, createAuthenticator(loadApiConfig(devEnv(h.db.url, h.bus.url))), h.pool);
+    app.get("/leaky", { config: { auth: "public" } }, async () => ({ location: PRECISE, reporterId: OWNER }));
+    app.get("/mine", { config: { auth: "actor" } }, async () => ({ location: PRECISE, reporterId: OWNER }));
+    app.post("/write", { config: { auth: "actor" } }, async (_request, reply) => reply.code(201).send({ ok: true }));
+    app.get("/echo", { config: { auth: "public" } }, async () => ({ note: "seen at 12.345678, 6.543219" }));
+    await app.ready();
+    try {
+      takePrivacyViolations();
+      expect((await app.inject({ url: "/leaky" })).statusCode).toBe(200);
+      expect((await app.inject({ url: "/leaky", headers: as(OTHER) })).statusCode).toBe(200);
+      const onPublic = takePrivacyViolations();
+      expect(onPublic.filter((v) => v.includes("precise point"))).toHaveLength(2);
+      expect(onPublic.filter((v) => v.includes("reporterId: private field"))).toHaveLength(2);
+
+      expect((await app.inject({ url: "/mine", headers: as(OWNER) })).statusCode).toBe(200);
+      expect((await app.inject({ url: "/mine" })).statusCode).toBe(401);
+      expect(takePrivacyViolations()).toEqual([]);
+
+      const write = await app.inject({ method: "POST", url: "/write", headers: as("hook-writer"), payload: { location: { lat: 12.345678, lon: 6.543219 } } });
+      expect(write.statusCode).toBe(201);
+      expect((await app.inject({ url: "/echo" })).statusCode).toBe(200);
+      expect(takePrivacyViolations().join("\n")).toContain("seeded coordinate 12.345678 in text");
+    } finally {
+      await app.close();
+    }
   });
 });
 
@@ -93,7 +190,8 @@ describe("no public response carries a precise location, a reporter id, contact 
     expect(publicRoutes.length).toBeGreaterThanOrEqual(6);
     const unexercised = publicRoutes.filter((key) => !(h.publicResponses.get(key) ?? []).some((status) => status < 300));
     console.log(
-      `privacy: ${[...h.publicResponses.values()].reduce((n, s) => n + s.length, 0)} public responses walked over ${publicRoutes.length} public routes`,
+      `privacy: ${[...h.publicResponses.values()].reduce((n, s) => n + s.length, 0)} responses over ${publicRoutes.length} public routes; ` +
+        `${privacyStats.checked} public or anonymous responses checked in this file`,
     );
     expect(unexercised).toEqual([]);
   });

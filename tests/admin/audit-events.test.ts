@@ -65,8 +65,14 @@ describe("GET /v1/admin/audit-events filters by actor, action, object and time w
     ["action=admin.account_suspended", (s: Seed) => s.action === "admin.account_suspended"],
     ["objectType=account&objectId=u1", (s: Seed) => s.objectId === "u1"],
     ["actorId=admin-a&action=admin.account_restored", (s: Seed) => s.actor === "admin-a" && s.action === "admin.account_restored"],
+    ["objectType=outbox_event", (s: Seed) => s.objectType === "outbox_event"],
+    ["objectId=u1", (s: Seed) => s.objectId === "u1"],
     // from is inclusive, to exclusive.
     ["from=2026-03-02T10:00:00Z&to=2026-03-04T10:00:00Z", (s: Seed) => s.at >= "2026-03-02" && s.at < "2026-03-04"],
+    ["from=2026-03-03T10:00:00Z", (s: Seed) => seeds.indexOf(s) >= 2],
+    ["from=2026-03-02T10:00:00.000900Z", (s: Seed) => seeds.indexOf(s) >= 1],
+    ["from=2026-01-01T00:00:00Z&to=2026-03-03T10:00:00Z", (s: Seed) => seeds.indexOf(s) <= 1],
+    ["from=2026-01-01T00:00:00Z&to=2026-03-02T10:00:00.000900Z", (s: Seed) => seeds.indexOf(s) === 0],
   ])("filters by %s", async (query, pick) => {
     const res = await list(query);
     expect(res.statusCode).toBe(200);
@@ -109,6 +115,7 @@ describe("GET /v1/admin/audit-events filters by actor, action, object and time w
     ["from=yesterday", "a time that is not RFC 3339"],
     ["from=2026-03-05T00:00:00Z&to=2026-03-01T00:00:00Z", "to before from"],
     ["limit=500", "limit over 200"],
+    ["limit=", "a blank limit"],
     ["cursor=abc", "a cursor it did not issue"],
   ])("refuses %s (%s) with 400 validation-failed", async (query) => {
     const res = await list(query);

@@ -17,6 +17,8 @@ async function report(targetType = "sighting", status = "open"): Promise<{ id: s
 const claim = (id: string, by = admin()) =>
   t.api.app.inject({ method: "POST", url: `/v1/admin/moderation/${id}/claim`, headers: by });
 
+type ClaimResponse = Awaited<ReturnType<typeof claim>>;
+
 const act = (id: string, body: object, by = admin()) =>
   t.api.app.inject({ method: "POST", url: `/v1/admin/moderation/${id}/action`, headers: by, payload: body });
 
@@ -31,6 +33,19 @@ async function contentState(targetId: string) {
     [targetId],
   );
   return rows;
+}
+
+/** Waits until `n` sessions of this database are blocked on a lock. */
+async function waitForLockWaiters(n: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { rows } = await t.db.pool.query(
+      `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+    );
+    if (rows[0].n >= n) return;
+    if (Date.now() > deadline) throw new Error(`expected ${n} sessions waiting on a lock, saw ${rows[0].n}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 async function audits(id: string) {
@@ -87,7 +102,19 @@ describe("the moderation queue lists unresolved items oldest first", () => {
 describe("claiming is atomic: of two admins claiming at once, one wins and the other gets 409", () => {
   it("gives exactly one 200 and one 409 moderation-claimed, and audits only the winner", async () => {
     const { id } = await report();
-    const [a, b] = await Promise.all([claim(id, admin("admin-a")), claim(id, admin("admin-b"))]);
+    // Hold the row so that both claims are in flight at once, then let them race for it.
+    const blocker = await t.db.pool.connect();
+    let pending: Promise<[ClaimResponse, ClaimResponse]>;
+    try {
+      await blocker.query("begin");
+      await blocker.query("select 1 from moderation_report where id = $1 for update", [id]);
+      pending = Promise.all([claim(id, admin("admin-a")), claim(id, admin("admin-b"))]);
+      await waitForLockWaiters(2);
+    } finally {
+      await blocker.query("commit");
+      blocker.release();
+    }
+    const [a, b] = await pending;
     const statuses = [a.statusCode, b.statusCode].sort();
     expect(statuses).toEqual([200, 409]);
     const winner = a.statusCode === 200 ? "admin-a" : "admin-b";
@@ -105,6 +132,8 @@ describe("claiming is atomic: of two admins claiming at once, one wins and the o
     const again = await claim(id);
     expect(again.statusCode).toBe(200);
     expect(again.json().claimedAt).toBe(first.json().claimedAt);
+    // Nothing changed, so nothing is audited: one claim event, not two.
+    expect((await audits(id)).map((a) => a.action)).toEqual(["admin.moderation.claimed"]);
   });
 
   it("answers 404 for an unknown item and 409 conflict for a resolved one", async () => {

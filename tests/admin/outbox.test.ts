@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { MASK } from "../../api/admin/outbox/mask.js";
 import { EventType } from "../../lib/events.js";
 import { admin, TEST_STREAM } from "../helpers/app.js";
+import { withFailingAuditInsert } from "../helpers/db.js";
 import { useTestApi } from "../helpers/harness.js";
 import { eventually, readStream } from "../helpers/stream.js";
 
@@ -192,16 +193,7 @@ describe("POST /v1/admin/outbox/{id}/requeue re-publishes through the relay's pa
 
   it("rolls the count back when the audit event cannot be written", async () => {
     const id = await outboxRow(600);
-    await t.db.pool.query(`
-      create function test_reject_audit() returns trigger language plpgsql as $$
-      begin raise exception 'audit write failed'; end $$;
-      create trigger test_reject_audit before insert on audit_event for each row execute function test_reject_audit();
-    `);
-    try {
-      expect((await requeue(id)).statusCode).toBe(500);
-    } finally {
-      await t.db.pool.query(`drop trigger test_reject_audit on audit_event; drop function test_reject_audit();`);
-    }
+    await withFailingAuditInsert(t.db.pool, async () => expect((await requeue(id)).statusCode).toBe(500));
     expect(await outboxState(id)).toEqual({ requeue_count: 0, published_at: null });
   });
 });

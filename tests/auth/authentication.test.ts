@@ -1,5 +1,6 @@
+import type { FastifyRequest } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rolesClaim } from "../../api/plugins/auth.js";
+import { createAuthenticator, rolesClaim } from "../../api/plugins/auth.js";
 import { loadApiConfig } from "../../lib/config.js";
 import { as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
@@ -130,6 +131,18 @@ describe("the development bypass exists only in development", () => {
         loadApiConfig({ ...devEnv(db.url, bus.url, secureEnv(idp)), API_ENV: env, API_DEV_AUTH_BYPASS: "true" }),
       ).toThrow(/API_DEV_AUTH_BYPASS/);
     }
+  });
+
+  it("ignores the debug headers in the authenticator itself when a config outside development has the bypass on", async () => {
+    // loadApiConfig refuses this combination; the authenticator must not rely on that alone.
+    const request = { headers: as("debug-admin", ["platform_admin"]), log: api.app.log } as unknown as FastifyRequest;
+    for (const API_ENV of ["production", "test"] as const) {
+      const authenticator = createAuthenticator({ ...api.config, API_ENV, API_DEV_AUTH_BYPASS: true });
+      expect(await authenticator.authenticate(request)).toBeNull();
+    }
+    // The same request in development with the bypass: the check above is what keeps the headers out.
+    const dev = createAuthenticator({ ...api.config, API_ENV: "development", API_DEV_AUTH_BYPASS: true });
+    expect(await dev.authenticate(request)).toEqual({ id: "debug-admin", roles: ["platform_admin"] });
   });
 
   it("in development takes the actor from X-Debug-Actor and the roles from X-Debug-Roles", async () => {

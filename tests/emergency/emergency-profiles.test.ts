@@ -181,5 +181,6 @@ describe("GET /v1/animals/{id} shows the owner the animal and its profile state,
     expectProblem(await call(h.api, { method: "GET", url: `/v1/animals/${animalId}`, headers: as("nosy") }), 403, "forbidden");
     expectProblem(await call(h.api, { method: "GET", url: `/v1/animals/${animalId}` }), 401, "unauthenticated");
     expectProblem(await call(h.api, { method: "GET", url: `/v1/animals/${crypto.randomUUID()}`, headers: as(owner) }), 404, "not-found");
+    expectProblem(await call(h.api, { method: "GET", url: `/v1/animals/not-a-uuid`, headers: as(owner) }), 400, "validation-failed");
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadApiConfig, loadNotifierConfig, loadRelayConfig } from "../../lib/config.js";
+import { ConfigError, loadApiConfig, loadDatabaseToolConfig, loadNotifierConfig, loadRelayConfig } from "../../lib/config.js";
 
 const base = { DATABASE_URL: "postgres://x/y", NATS_URL: "nats://127.0.0.1:4222" };
 
@@ -20,6 +20,19 @@ describe("configuration uses the spec's defaults", () => {
   });
 });
 
+const production = {
+  ...base,
+  API_ENV: "production",
+  AUTH_JWKS_URL: "https://idp.example/jwks",
+  AUTH_ISSUER: "i",
+  AUTH_AUDIENCE: "a",
+  API_CORS_ORIGINS: "https://app.example",
+  OBJECT_STORAGE_ENDPOINT: "e",
+  OBJECT_STORAGE_BUCKET: "b",
+  OBJECT_STORAGE_ACCESS_KEY_ID: "k",
+  OBJECT_STORAGE_SECRET_ACCESS_KEY: "s",
+};
+
 describe("configuration outside development requires every security-sensitive setting", () => {
   it("names the first missing setting", () => {
     expect(() => loadApiConfig({ ...base, API_ENV: "test" })).toThrow(ConfigError);
@@ -31,19 +44,68 @@ describe("configuration outside development requires every security-sensitive se
   });
 
   it("treats an empty API_CORS_ORIGINS as missing", () => {
-    const full = {
-      ...base,
-      API_ENV: "production",
-      AUTH_JWKS_URL: "https://idp.example/jwks",
-      AUTH_ISSUER: "i",
-      AUTH_AUDIENCE: "a",
-      API_CORS_ORIGINS: " , ",
-      OBJECT_STORAGE_ENDPOINT: "e",
-      OBJECT_STORAGE_BUCKET: "b",
-      OBJECT_STORAGE_ACCESS_KEY_ID: "k",
-      OBJECT_STORAGE_SECRET_ACCESS_KEY: "s",
-    };
+    const full = { ...production, API_CORS_ORIGINS: " , " };
     expect(() => loadApiConfig(full)).toThrow(/API_CORS_ORIGINS/);
     expect(loadApiConfig({ ...full, API_CORS_ORIGINS: "https://app.example" }).API_CORS_ORIGINS).toEqual(["https://app.example"]);
+  });
+
+  it("accepts the complete production settings", () => {
+    expect(loadApiConfig(production).OBJECT_STORAGE_SECRET_ACCESS_KEY).toBe("s");
+  });
+
+  it.each([
+    "AUTH_JWKS_URL",
+    "AUTH_ISSUER",
+    "AUTH_AUDIENCE",
+    "OBJECT_STORAGE_ENDPOINT",
+    "OBJECT_STORAGE_BUCKET",
+    "OBJECT_STORAGE_ACCESS_KEY_ID",
+    "OBJECT_STORAGE_SECRET_ACCESS_KEY",
+  ])("treats an empty or blank %s as missing and names it", (setting) => {
+    for (const blank of ["", "   "]) {
+      for (const apiEnv of ["production", "test"]) {
+        const load = () => loadApiConfig({ ...production, API_ENV: apiEnv, [setting]: blank });
+        expect(load).toThrow(ConfigError);
+        expect(load).toThrow(expect.objectContaining({ setting, message: `${setting}: is required when API_ENV=${apiEnv}` }));
+      }
+    }
+  });
+
+  it("treats blank optional settings as unset in development instead of failing on them", () => {
+    const dev = loadApiConfig({ ...base, API_ENV: "development", AUTH_JWKS_URL: "", OBJECT_STORAGE_SECRET_ACCESS_KEY: "" });
+    expect(dev.AUTH_JWKS_URL).toBeUndefined();
+    expect(dev.OBJECT_STORAGE_SECRET_ACCESS_KEY).toBeUndefined();
+  });
+});
+
+describe("API_TRUSTED_PROXY_CIDRS accepts only IP addresses and CIDR blocks", () => {
+  it("accepts IPv4 and IPv6 addresses and blocks with an in-range prefix", () => {
+    const value = "10.0.0.0/8, 192.168.1.7, ::1, fe80::/10, 2001:db8::/128, 0.0.0.0/0";
+    expect(loadApiConfig({ ...production, API_TRUSTED_PROXY_CIDRS: value }).API_TRUSTED_PROXY_CIDRS).toEqual([
+      "10.0.0.0/8",
+      "192.168.1.7",
+      "::1",
+      "fe80::/10",
+      "2001:db8::/128",
+      "0.0.0.0/0",
+    ]);
+  });
+
+  it.each(["proxy.internal", "10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0/8", "10.0.0.1/8x", "/8", "256.1.1.1"])(
+    "refuses %s and names the setting",
+    (entry) => {
+      const load = () => loadApiConfig({ ...production, API_TRUSTED_PROXY_CIDRS: `127.0.0.1/32,${entry}` });
+      expect(load).toThrow(ConfigError);
+      expect(load).toThrow(expect.objectContaining({ setting: "API_TRUSTED_PROXY_CIDRS" }));
+      expect(load).toThrow(entry);
+    },
+  );
+});
+
+describe("the database tools (`api migrate`, operator tasks) parse their one setting through the schema", () => {
+  it("requires a non-blank DATABASE_URL and names it", () => {
+    expect(loadDatabaseToolConfig({ DATABASE_URL: "postgres://x/y" }).DATABASE_URL).toBe("postgres://x/y");
+    expect(() => loadDatabaseToolConfig({})).toThrow(expect.objectContaining({ setting: "DATABASE_URL", message: "DATABASE_URL: is required" }));
+    expect(() => loadDatabaseToolConfig({ DATABASE_URL: " " })).toThrow(expect.objectContaining({ setting: "DATABASE_URL" }));
   });
 });

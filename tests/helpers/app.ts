@@ -4,6 +4,7 @@ import { busClient, connectBus, ensureStream, type NatsConnection } from "../../
 import { loadApiConfig, type ApiConfig, type Env } from "../../lib/config.js";
 import { createPool, type Pool } from "../../lib/db.js";
 import { buildApp } from "../../api/app.js";
+import { checkPublicResponses } from "./privacy.js";
 
 export const TEST_STREAM = "EVENTS";
 
@@ -30,14 +31,17 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-/** Builds the real app (app.ts) on a real pool and a real bus connection, for inject(). */
+/**
+ * Builds the real app (app.ts) on a real pool and a real bus connection, for
+ * inject(). Every public response it sends goes through the privacy checker.
+ */
 export async function buildTestApi(env: Env): Promise<TestApi> {
   const config = loadApiConfig(env);
   const logger = pino({ level: config.LOG_LEVEL });
   const nc = await connectBus(config.NATS_URL, "api-test", logger);
   await ensureStream(nc, config.NATS_STREAM);
   const pool = createPool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_SIZE, applicationName: "api-test", logger });
-  const app = await buildApp({ config, pool, js: busClient(nc), logger });
+  const app = await buildApp({ config, pool, js: busClient(nc), logger, onRoute: checkPublicResponses });
   await app.ready();
   return {
     app,

@@ -47,3 +47,20 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     },
   };
 }
+
+/**
+ * Runs `run` while every insert into audit_event fails, to show that a
+ * mutation and its audit event commit or roll back together.
+ */
+export async function withFailingAuditInsert<T>(db: pg.Pool, run: () => Promise<T>): Promise<T> {
+  await db.query(`
+    create function test_reject_audit() returns trigger language plpgsql as $$
+    begin raise exception 'audit write failed'; end $$;
+    create trigger test_reject_audit before insert on audit_event for each row execute function test_reject_audit();
+  `);
+  try {
+    return await run();
+  } finally {
+    await db.query(`drop trigger test_reject_audit on audit_event; drop function test_reject_audit();`);
+  }
+}

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { addProbeJob, PROBE_TASK, sampleValue, scrape } from "../helpers/exposition.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";
 import type { ServiceProcess } from "../helpers/processes.js";
 import { Stack } from "../helpers/stack.js";
@@ -75,15 +76,19 @@ describe("one event can be followed across the three processes by its id", () =>
 });
 
 describe("the notifier exposes consumer lag, notifications by status and channel, delivery latency and queue depth", () => {
-  it("serves them on its health port after a delivery", async () => {
+  it("serves them on its health port after a delivery, and both worker processes count a queued job", async () => {
+    await addProbeJob(db.pool);
     const port = (notifier as ServiceProcess & { port: number }).port;
     const text = await eventually(async () => {
-      const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      return /notifier_delivery_seconds_count\{[^}]*outcome="sent"[^}]*\} [1-9]/.test(body) ? body : undefined;
+      const { text: body } = await scrape(port);
+      return (sampleValue(body, "notifier_delivery_seconds_count", { channel: "in_app", outcome: "sent" }) ?? 0) >= 1 ? body : undefined;
     });
-    expect(text).toMatch(/notifier_consumer_lag\{[^}]*kind="pending"[^}]*\} 0/);
-    expect(text).toMatch(/notifications\{[^}]*status="sent"[^}]*channel="in_app"[^}]*\} [1-9]/);
-    expect(text).toContain("worker_queue_depth");
-    expect(text).toContain("process_resident_memory_bytes");
+    expect(sampleValue(text, "notifier_consumer_lag", { kind: "pending" })).toBe(0);
+    expect(sampleValue(text, "notifications", { status: "sent", channel: "in_app" })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(text, "process_resident_memory_bytes")).toBeGreaterThan(0);
+    for (const [process, service] of [["notifier", notifier], ["relay", relay]] as const) {
+      const { text: body } = await scrape((service as ServiceProcess & { port: number }).port);
+      expect(sampleValue(body, "worker_queue_depth", { task: PROBE_TASK, state: "waiting", process })).toBe(1);
+    }
   });
 });

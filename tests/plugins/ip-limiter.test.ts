@@ -132,6 +132,15 @@ describe("X-Forwarded-For is honoured only from a proxy in API_TRUSTED_PROXY_CID
       expect(first.statuses.at(-1)).toBe(429);
       expect(second.statuses).toEqual(Array(10).fill(200));
 
+      // Entries a client prepends to the chain are not its address: the proxy's own (last) entry is.
+      const chained = await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          trusted.app.inject({ method: "GET", url: "/healthz", remoteAddress: "127.0.0.1", headers: { "x-forwarded-for": `6.6.${i}.6, 198.51.100.3` } }),
+        ),
+      );
+      expect(chained.filter((r) => r.statusCode === 200).length).toBeLessThanOrEqual(42);
+      expect(chained.at(-1)!.statusCode).toBe(429);
+
       const untrusted = freshIp();
       const spoofed = await Promise.all(
         Array.from({ length: 60 }, (_, i) =>

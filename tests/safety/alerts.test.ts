@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CELL_DEGREES_LAT, coarsen, type LatLon } from "../../lib/geo.js";
+import { ALERTS_SQL, alertsValues } from "../../api/safety/store.js";
 import { as } from "../helpers/app.js";
 import { call, createFoundReport, createLostReport, expectProblem, freshActor, moderate, startHarness, type Harness } from "./helpers.js";
 
@@ -106,17 +107,56 @@ describe("alerts show only open, unmoderated reports", () => {
 
   it("drops a report once it is resolved, quarantined or removed", async () => {
     const owner = freshActor();
+    const finder = freshActor();
     const resolved = await createLostReport(h.api, owner, { location: offset(OSLO, 1, 1) });
+    const resolvedFound = await createFoundReport(h.api, finder, { location: offset(OSLO, 1, 3) });
     const quarantined = await createLostReport(h.api, freshActor(), { location: offset(OSLO, 1, 2) });
     const removedFound = await createFoundReport(h.api, freshActor(), { location: offset(OSLO, 2, 1) });
     const visible = await createLostReport(h.api, freshActor(), { location: offset(OSLO, 2, 2) });
     const before = (await alerts(`lat=${OSLO.lat}&lon=${OSLO.lon}`)).items.map((a) => a.id);
-    expect(before.sort()).toEqual([resolved, quarantined, removedFound, visible].sort());
+    expect(before.sort()).toEqual([resolved, resolvedFound, quarantined, removedFound, visible].sort());
 
-    await call(h.api, { method: "POST", url: `/v1/safety/lost-reports/${resolved}/resolve`, headers: as(owner), payload: { outcome: "closed" } });
+    const resolve = (path: string, by: string) =>
+      call(h.api, { method: "POST", url: `/v1/safety/${path}/resolve`, headers: as(by), payload: { outcome: "closed" } });
+    expect((await resolve(`lost-reports/${resolved}`, owner)).statusCode).toBe(200);
+    expect((await resolve(`found-reports/${resolvedFound}`, finder)).statusCode).toBe(200);
     await moderate(h.db, "lost_report", quarantined, "quarantined");
     await moderate(h.db, "found_report", removedFound, "removed");
     expect((await alerts(`lat=${OSLO.lat}&lon=${OSLO.lon}`)).items.map((a) => a.id)).toEqual([visible]);
+  });
+});
+
+describe("alert defaults: radiusKm 10, limit 50 (max 200)", () => {
+  const MADRID = { lat: 40.42, lon: -3.7 };
+
+  it("leaves out a report ~11 km away by default and includes it with radiusKm=12", async () => {
+    const at = offset(MADRID, 11, 0);
+    // The radius is measured to the coarse point, which is within ~0.7 km of the precise one.
+    const coarseKm = haversineKm(MADRID, coarsen(at));
+    expect(coarseKm).toBeGreaterThan(10.2);
+    expect(coarseKm).toBeLessThan(11.8);
+    const id = await createLostReport(h.api, freshActor(), { location: at });
+    expect((await alerts(`lat=${MADRID.lat}&lon=${MADRID.lon}&limit=200`)).items.map((a) => a.id)).not.toContain(id);
+    expect((await alerts(`lat=${MADRID.lat}&lon=${MADRID.lon}&radiusKm=12&limit=200`)).items.map((a) => a.id)).toContain(id);
+  });
+
+  it("gives 50 items and a cursor by default when 51 match, takes limit=200 and refuses limit=201", async () => {
+    const centre = offset(MADRID, -30, 0);
+    for (let i = 0; i < 51; i++) {
+      // Every actor may create 5 reports an hour; spread the 51 across cells within ~3 km.
+      await createLostReport(h.api, freshActor(), { location: offset(centre, (i % 7) * 0.4, Math.floor(i / 7) * 0.4) });
+    }
+    const near = `lat=${centre.lat}&lon=${centre.lon}`;
+    const first = await alerts(near);
+    expect(first.items).toHaveLength(50);
+    expect(first.nextCursor).not.toBeNull();
+    const rest = await alerts(`${near}&cursor=${first.nextCursor}`);
+    expect(rest.items).toHaveLength(1);
+    expect(rest.nextCursor).toBeNull();
+    const all = await alerts(`${near}&limit=200`);
+    expect(all.items).toHaveLength(51);
+    expect(all.nextCursor).toBeNull();
+    expectProblem(await call(h.api, { method: "GET", url: `/v1/safety/alerts?${near}&limit=201` }), 400, "validation-failed");
   });
 });
 
@@ -131,6 +171,12 @@ describe("alert queries are validated", () => {
     ["an unknown kind", "lat=0&lon=0&kind=stolen"],
     ["an unknown species", "lat=0&lon=0&species=dragon"],
     ["a limit over 200", "lat=0&lon=0&limit=201"],
+    // Plain coercion reads a blank value as 0: lat= would search around (0, lon).
+    ["a blank latitude", "lat=&lon=0"],
+    ["a blank longitude", "lat=0&lon="],
+    ["a whitespace latitude", "lat=%20&lon=0"],
+    ["a blank radius", "lat=0&lon=0&radiusKm="],
+    ["a blank limit", "lat=0&lon=0&limit="],
     ["a cursor this listing never issued", "lat=0&lon=0&cursor=bm90LWEtY3Vyc29y"],
   ])("refuses %s with 400 validation-failed", async (_name, query) => {
     expectProblem(await call(h.api, { method: "GET", url: `/v1/safety/alerts?${query}` }), 400, "validation-failed");
@@ -192,18 +238,20 @@ describe("alerts never reveal more than the public ~1 km cell: distances and the
   });
 });
 
-describe("the nearby search can use the partial GiST index on the coarse point", () => {
-  it("plans an index scan on safety_lost_report_open_coarse_idx for an ST_DWithin on open reports", async () => {
+describe("the nearby search uses the partial GiST indexes on the coarse point", () => {
+  it("plans index scans on both tables' open-report indexes for the store's own alerts query", async () => {
     const client = await h.db.pool.connect();
     try {
       await client.query("begin");
+      // The test database holds a few dozen rows, where a sequential scan is cheaper; the question is whether the
+      // query's shape lets the planner use the indexes at all.
       await client.query("set local enable_seqscan = off");
-      const { rows } = await client.query(
-        `explain select id from safety_lost_report
-         where status = 'open' and st_dwithin(coarse_location, 'SRID=4326;POINT(13.4 52.5)'::geography, 10000)`,
-      );
+      const query = { lat: 52.5, lon: 13.4, radiusKm: 10, kind: "all" as const, limit: 50 };
+      const { rows } = await client.query({ text: `explain ${ALERTS_SQL}`, values: alertsValues(query, null, query.limit + 1) });
       await client.query("rollback");
-      expect(rows.map((r) => r["QUERY PLAN"]).join("\n")).toContain("safety_lost_report_open_coarse_idx");
+      const plan = rows.map((r) => r["QUERY PLAN"]).join("\n");
+      expect(plan).toContain("safety_lost_report_open_coarse_idx");
+      expect(plan).toContain("safety_found_report_open_coarse_idx");
     } finally {
       client.release();
     }

@@ -175,11 +175,16 @@ describe("public report views show a location coarsened to about 1 km and nothin
     expect(body.moderationState).toBeUndefined();
   });
 
-  it("shows the found report the same way", async () => {
-    const id = await createFoundReport(h.api, freshActor(), { animal: { species: "cat", microchipId: "FOUND-999" } });
+  it("shows the found report the same way, without its reporter", async () => {
+    const actor = freshActor("finder");
+    const id = await createFoundReport(h.api, actor, { animal: { species: "cat", microchipId: "FOUND-999" } });
     const res = await call(h.api, { method: "GET", url: `/v1/safety/found-reports/${id}` });
     expect(res.statusCode).toBe(200);
-    expect(res.json().location).toEqual({ ...coarsen({ lat: 48.86, lon: 2.35 }), precisionMeters: 1000 });
+    const body = res.json();
+    expect(body.location).toEqual({ ...coarsen({ lat: 48.86, lon: 2.35 }), precisionMeters: 1000 });
+    expect(Object.keys(body).sort()).toEqual(["animal", "createdAt", "foundAt", "id", "location", "resolvedAt", "status"]);
+    expect(Object.keys(body).filter((key) => /reporter/i.test(key))).toEqual([]);
+    expect(res.body).not.toContain(actor);
     expect(res.body).not.toContain("FOUND-999");
   });
 
@@ -187,6 +192,7 @@ describe("public report views show a location coarsened to about 1 km and nothin
     expectProblem(await call(h.api, { method: "GET", url: `/v1/safety/lost-reports/${crypto.randomUUID()}` }), 404, "not-found");
     expectProblem(await call(h.api, { method: "GET", url: `/v1/safety/found-reports/${crypto.randomUUID()}` }), 404, "not-found");
     expectProblem(await call(h.api, { method: "GET", url: `/v1/safety/lost-reports/not-a-uuid` }), 400, "validation-failed");
+    expectProblem(await call(h.api, { method: "GET", url: `/v1/safety/found-reports/not-a-uuid` }), 400, "validation-failed");
   });
 });
 
@@ -260,41 +266,48 @@ describe("the private view gives the precise location to the reporter or a platf
   });
 });
 
-describe("the reporter resolves a lost report as reunited or closed", () => {
-  it("returns 200 with the new status, emits events.safety.lost_report_resolved.v1 and refuses a second resolve with 409", async () => {
+const kinds = [
+  { kind: "lost", path: "lost-reports", table: "safety_lost_report", create: createLostReport, event: EventType.LostReportResolved, idField: "lostReportId" },
+  { kind: "found", path: "found-reports", table: "safety_found_report", create: createFoundReport, event: EventType.FoundReportResolved, idField: "foundReportId" },
+];
+
+describe.each(kinds)("the reporter resolves a $kind report as reunited or closed", ({ path, table, create, event, idField }) => {
+  const resolve = (id: string, headers: Record<string, string>, payload: object = { outcome: "closed" }) =>
+    call(h.api, { method: "POST", url: `/v1/safety/${path}/${id}/resolve`, headers, payload });
+  const events = (id: string) =>
+    h.db.pool.query(`select payload from outbox_event where type = $1 and payload->>$2 = $3`, [event, idField, id]);
+
+  it(`returns 200 with the new status, emits ${event} and refuses a second resolve with 409`, async () => {
     const actor = freshActor();
-    const id = await createLostReport(h.api, actor);
-    const res = await call(h.api, { method: "POST", url: `/v1/safety/lost-reports/${id}/resolve`, headers: as(actor), payload: { outcome: "reunited" } });
+    const id = await create(h.api, actor);
+    const res = await resolve(id, as(actor), { outcome: "reunited" });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ id, status: "reunited" });
-    const { rows } = await h.db.pool.query(`select status, resolved_at from safety_lost_report where id = $1`, [id]);
+    expect(res.json()).toEqual({ id, status: "reunited", resolvedAt: expect.any(String) });
+    const { rows } = await h.db.pool.query(`select status, resolved_at from ${table} where id = $1`, [id]);
     expect(rows[0].status).toBe("reunited");
-    expect(rows[0].resolved_at).toBeInstanceOf(Date);
-    const outbox = await h.db.pool.query(`select payload from outbox_event where type = $1 and payload->>'lostReportId' = $2`, [
-      EventType.LostReportResolved,
-      id,
+    expect(rows[0].resolved_at.toISOString()).toBe(res.json().resolvedAt);
+    expect((await events(id)).rows).toEqual([
+      { payload: { [idField]: id, reporterId: actor, outcome: "reunited", resolvedAt: res.json().resolvedAt } },
     ]);
-    expect(outbox.rows).toHaveLength(1);
-    expect(outbox.rows[0].payload.outcome).toBe("reunited");
-    const again = await call(h.api, { method: "POST", url: `/v1/safety/lost-reports/${id}/resolve`, headers: as(actor), payload: { outcome: "closed" } });
-    expectProblem(again, 409, "conflict");
+    expectProblem(await resolve(id, as(actor)), 409, "conflict");
+    expect((await events(id)).rows).toHaveLength(1);
+    const view = await call(h.api, { method: "GET", url: `/v1/safety/${path}/${id}` });
+    expect(view.json()).toMatchObject({ status: "reunited", resolvedAt: res.json().resolvedAt });
   });
 
-  it("refuses a bad outcome with 400, another actor with 403, no credential with 401, and changes nothing", async () => {
+  it("refuses a bad outcome with 400, another actor or an admin with 403, no credential with 401, and changes nothing", async () => {
     const actor = freshActor();
-    const id = await createLostReport(h.api, actor);
-    const url = `/v1/safety/lost-reports/${id}/resolve`;
-    expectProblem(await call(h.api, { method: "POST", url, headers: as(actor), payload: { outcome: "found" } }), 400, "validation-failed");
-    expectProblem(await call(h.api, { method: "POST", url, headers: as("other"), payload: { outcome: "closed" } }), 403, "forbidden");
-    expectProblem(await call(h.api, { method: "POST", url, payload: { outcome: "closed" } }), 401, "unauthenticated");
-    expectProblem(
-      await call(h.api, { method: "POST", url: `/v1/safety/lost-reports/${crypto.randomUUID()}/resolve`, headers: as(actor), payload: { outcome: "closed" } }),
-      404,
-      "not-found",
-    );
-    const { rows } = await h.db.pool.query(`select status from safety_lost_report where id = $1`, [id]);
-    expect(rows[0].status).toBe("open");
-    expect(await count(h.db, `select 1 from outbox_event where type = $1 and payload->>'lostReportId' = $2`, [EventType.LostReportResolved, id])).toBe(0);
+    const id = await create(h.api, actor);
+    expectProblem(await resolve(id, as(actor), { outcome: "found" }), 400, "validation-failed");
+    expectProblem(await resolve(id, as(actor), {}), 400, "validation-failed");
+    expectProblem(await resolve(id, as("other")), 403, "forbidden");
+    expectProblem(await resolve(id, admin()), 403, "forbidden");
+    expectProblem(await resolve(id, {}), 401, "unauthenticated");
+    expectProblem(await resolve(crypto.randomUUID(), as(actor)), 404, "not-found");
+    expectProblem(await resolve("not-a-uuid", as(actor)), 400, "validation-failed");
+    const { rows } = await h.db.pool.query(`select status, resolved_at from ${table} where id = $1`, [id]);
+    expect(rows).toEqual([{ status: "open", resolved_at: null }]);
+    expect((await events(id)).rows).toEqual([]);
   });
 });
 

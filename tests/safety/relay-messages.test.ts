@@ -138,10 +138,10 @@ describe("relay messages are limited to 5 per hour per client IP", () => {
     try {
       const id = await createLostReport(h.api, freshActor());
       for (let i = 0; i < 5; i++) {
-        expect((await relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.7" } })).statusCode).toBe(202);
+        expect((await relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.17" } })).statusCode).toBe(202);
       }
-      expectProblem(await relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.7" } }), 429, "rate-limited");
-      expect((await relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.8" } })).statusCode).toBe(202);
+      expectProblem(await relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.17" } }), 429, "rate-limited");
+      expect((await relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.18" } })).statusCode).toBe(202);
 
       const untrustedPeer = freshIp();
       for (let i = 0; i < 5; i++) {
@@ -150,6 +150,24 @@ describe("relay messages are limited to 5 per hour per client IP", () => {
       }
       expectProblem(await relay(trusted, id, { ip: untrustedPeer, headers: { "x-forwarded-for": "192.0.2.77" } }), 429, "rate-limited");
       expect(await count(h.db, `select 1 from rate_limit_bucket where key = $1`, [`relay-message:${untrustedPeer}`])).toBe(1);
+    } finally {
+      await trusted.close();
+    }
+  });
+
+  it("behind a trusted proxy keys on the entry the proxy appended, so prepending fake entries buys no fresh bucket", async () => {
+    const trusted = await buildTestApi(devEnv(h.db.url, h.bus.url, { API_TRUSTED_PROXY_CIDRS: "127.0.0.1/32" }));
+    try {
+      const id = await createLostReport(h.api, freshActor());
+      const viaProxy = (chain: string) => relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": chain } });
+      const bucket = (ip: string) => count(h.db, `select 1 from rate_limit_bucket where key = $1`, [`relay-message:${ip}`]);
+      expect((await viaProxy("6.6.6.6, 198.51.100.7")).statusCode).toBe(202);
+      expect(await bucket("198.51.100.7")).toBe(1);
+      expect(await bucket("6.6.6.6")).toBe(0);
+      for (let i = 1; i < 5; i++) expect((await viaProxy(`6.6.6.${i}, 198.51.100.7`)).statusCode).toBe(202);
+      expectProblem(await viaProxy("7.7.7.7, 6.6.6.6, 198.51.100.7"), 429, "rate-limited");
+      expect(await count(h.db, `select 1 from rate_limit_bucket where key like 'relay-message:6.6.6.%' or key like 'relay-message:7.%'`)).toBe(0);
+      expect(await messages(id)).toBe(5);
     } finally {
       await trusted.close();
     }

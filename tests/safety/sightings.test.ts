@@ -124,6 +124,7 @@ describe("GET /v1/safety/lost-reports/{id}/sightings lists a report's sightings,
   it("refuses a bad limit or cursor with 400 and answers 404 for an unknown report", async () => {
     const reportId = await createLostReport(h.api, freshActor());
     expectProblem(await listing(reportId, "?limit=0"), 400, "validation-failed");
+    expectProblem(await listing(reportId, "?limit="), 400, "validation-failed");
     expectProblem(await listing(reportId, "?cursor=%7B%7D"), 400, "validation-failed");
     expectProblem(await listing(crypto.randomUUID()), 404, "not-found");
   });

@@ -37,6 +37,14 @@ async function mustGet(client: Parameters<typeof getReport>[0], id: string): Pro
   return report;
 }
 
+/** The item, row-locked for the rest of the transaction: 404 when missing, 409 conflict once resolved. */
+async function lockUnresolved(client: Parameters<typeof lockReport>[0], id: string): Promise<ModerationRow> {
+  const report = await lockReport(client, id);
+  if (!report) throw problems.notFound("moderation item");
+  if (report.status === "resolved") throw problems.conflict("this moderation item is already resolved");
+  return report;
+}
+
 export const adminModerationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool }) => {
   app.get(
     "/v1/admin/moderation/queue",
@@ -67,8 +75,9 @@ export const adminModerationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app,
         summary: "Claim a moderation item",
         description:
           "Atomic: of two admins claiming at once, one gets 200 and the other 409 moderation-claimed. " +
-          "Claiming an item you already hold is a 200 no-op. Open and escalated items can be claimed; " +
-          "a resolved item gets 409 conflict. Audited as admin.moderation.claimed.",
+          "Claiming an item you already hold is a 200 no-op that keeps claimedAt and writes no audit event. Open and " +
+          "escalated items can be claimed; a resolved item gets 409 conflict. A claim is audited as admin.moderation.claimed " +
+          "in the same transaction.",
         params: IdParams,
         response: { 200: ModerationItem, ...problemResponses(400, 401, 403, 404, 409) },
       },
@@ -77,20 +86,19 @@ export const adminModerationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app,
       const actor = requireActor(request);
       const { id } = request.params;
       const report = await withTransaction(pool, async (client) => {
-        if (!(await claimReport(client, id, actor.id))) {
-          const current = await mustGet(client, id);
-          if (current.status === "resolved") throw problems.conflict("this moderation item is already resolved");
-          throw problems.moderationClaimed();
-        }
-        const claimed = await mustGet(client, id);
+        // The row lock decides a race: the second claimant waits, then sees the first one's claim.
+        const current = await lockUnresolved(client, id);
+        if (current.claimedBy === actor.id) return current;
+        if (current.claimedBy !== null) throw problems.moderationClaimed();
+        await claimReport(client, id, actor.id);
         await writeAuditEvent(client, {
           actorId: actor.id,
           action: AuditAction.ModerationClaimed,
           objectType: AuditObject.ModerationReport,
           objectId: id,
-          metadata: { targetType: claimed.targetType, targetId: claimed.targetId },
+          metadata: { targetType: current.targetType, targetId: current.targetId },
         });
-        return claimed;
+        return mustGet(client, id);
       });
       return toItem(report);
     },
@@ -118,9 +126,7 @@ export const adminModerationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app,
       const { id } = request.params;
       const { action, note = null } = request.body;
       const report = await withTransaction(pool, async (client) => {
-        const current = await lockReport(client, id);
-        if (!current) throw problems.notFound("moderation item");
-        if (current.status === "resolved") throw problems.conflict("this moderation item is already resolved");
+        const current = await lockUnresolved(client, id);
         if (current.status !== "claimed") throw problems.conflict("claim this moderation item before acting on it");
         if (current.claimedBy !== actor.id) throw problems.moderationClaimed();
 

@@ -54,25 +54,13 @@ export async function lockReport(client: Queryable, id: string): Promise<Moderat
   return rows[0] ?? null;
 }
 
-/**
- * Claims in one conditional update: of two admins claiming at once, the
- * second waits on the row lock, re-checks the condition against the first
- * one's claim, and updates nothing. Re-claiming your own item keeps its
- * claimed_at. False when the item is missing, resolved or held by another.
- */
-export async function claimReport(client: Queryable, id: string, adminId: string): Promise<boolean> {
-  const { rowCount } = await client.query(
-    `update moderation_report set
-       status = 'claimed',
-       claimed_at = case when claimed_by = $2::text then claimed_at else now() end,
-       claimed_by = $2::text,
-       updated_at = now()
-     where id = $1::uuid
-       and status in ('open', 'escalated', 'claimed')
-       and (claimed_by is null or claimed_by = $2::text)`,
+/** Claims an item the caller has locked (lockReport) and found unclaimed. */
+export async function claimReport(client: Queryable, id: string, adminId: string): Promise<void> {
+  await client.query(
+    `update moderation_report set status = 'claimed', claimed_by = $2::text, claimed_at = now(), updated_at = now()
+     where id = $1::uuid`,
     [id, adminId],
   );
-  return rowCount === 1;
 }
 
 export async function resolveReport(
