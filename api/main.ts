@@ -1,20 +1,17 @@
 import { busClient, connectBus, ensureStream } from "../lib/bus.js";
-import { loadConfigOrExit } from "../lib/boot.js";
+import { loadConfigOrExit, orExit } from "../lib/boot.js";
 import { loadApiConfig } from "../lib/config.js";
 import { createPool } from "../lib/db.js";
-import { exitFatal } from "../lib/logger.js";
 import { installShutdown } from "../lib/shutdown.js";
 import { buildApp } from "./app.js";
 
 const { config, logger } = loadConfigOrExit("api", loadApiConfig);
 
-let nc;
-try {
-  nc = await connectBus(config.NATS_URL, "api", logger);
-  await ensureStream(nc, config.NATS_STREAM);
-} catch (err) {
-  exitFatal(logger, `event publisher: cannot connect to the bus: ${(err as Error).message}`, err);
-}
+const nc = await orExit(logger, "event publisher: cannot connect to the bus", async () => {
+  const connected = await connectBus(config.NATS_URL, "api", logger);
+  await ensureStream(connected, config.NATS_STREAM);
+  return connected;
+});
 
 const pool = createPool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_SIZE, applicationName: "api", logger });
 const app = await buildApp({ config, pool, js: busClient(nc), logger });

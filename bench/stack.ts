@@ -21,6 +21,8 @@ export interface BenchStack {
   relay: ServiceProcess;
   notifier: ServiceProcess;
   ports: { api: number; relay: number; notifier: number };
+  /** Inspector ports, when started with `{ inspect: true }` (the soak's post-GC heap readings). */
+  inspectPorts: { api: number; relay: number; notifier: number } | null;
   restartRelay(): Promise<void>;
   stopRelay(): Promise<void>;
   stop(): Promise<void>;
@@ -34,7 +36,7 @@ export function machine() {
   return { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version };
 }
 
-export async function startBenchStack(database: string): Promise<BenchStack> {
+export async function startBenchStack(database: string, { inspect = false } = {}): Promise<BenchStack> {
   const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const url = new URL(adminUrl);
   url.pathname = `/${database}`;
@@ -53,6 +55,9 @@ export async function startBenchStack(database: string): Promise<BenchStack> {
     natsUrl = nats.url;
   }
   const ports = { api: await freePort(), relay: await freePort(), notifier: await freePort() };
+  const inspectPorts = inspect ? { api: await freePort(), relay: await freePort(), notifier: await freePort() } : null;
+  const nodeOptions = (name: keyof typeof ports, extra = "") =>
+    [extra, inspectPorts ? `--inspect=127.0.0.1:${inspectPorts[name]}` : ""].filter(Boolean).join(" ");
   const env = {
     DATABASE_URL: dbUrl,
     NATS_URL: natsUrl,
@@ -64,7 +69,7 @@ export async function startBenchStack(database: string): Promise<BenchStack> {
     DATABASE_POOL_SIZE: "20",
   };
   const startRelay = async () => {
-    const relay = ServiceProcess.start("relay", { ...env, RELAY_HEALTH_ADDR: `127.0.0.1:${ports.relay}` });
+    const relay = ServiceProcess.start("relay", { ...env, RELAY_HEALTH_ADDR: `127.0.0.1:${ports.relay}`, NODE_OPTIONS: nodeOptions("relay") });
     await waitForPort(ports.relay, 30_000);
     return relay;
   };
@@ -73,10 +78,11 @@ export async function startBenchStack(database: string): Promise<BenchStack> {
     dbUrl,
     natsUrl,
     pool: new pg.Pool({ connectionString: dbUrl, max: 20 }),
-    api: ServiceProcess.start("api", { ...env, API_HTTP_ADDR: `127.0.0.1:${ports.api}`, NODE_OPTIONS: process.env.BENCH_API_NODE_OPTIONS ?? "" }),
-    notifier: ServiceProcess.start("notifier", { ...env, NOTIFIER_HEALTH_ADDR: `127.0.0.1:${ports.notifier}` }),
+    api: ServiceProcess.start("api", { ...env, API_HTTP_ADDR: `127.0.0.1:${ports.api}`, NODE_OPTIONS: nodeOptions("api", process.env.BENCH_API_NODE_OPTIONS) }),
+    notifier: ServiceProcess.start("notifier", { ...env, NOTIFIER_HEALTH_ADDR: `127.0.0.1:${ports.notifier}`, NODE_OPTIONS: nodeOptions("notifier") }),
     relay: await startRelay(),
     ports,
+    inspectPorts,
     async stopRelay() {
       await stack.relay.stop();
     },

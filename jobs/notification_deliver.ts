@@ -47,7 +47,8 @@ export interface NotificationDeliverOptions {
  * Delivers one notification through its channel's deliverer. Each attempt
  * updates attempts, last_error and updated_at; the row is `failed` while
  * retries remain and `dead_letter` when they are exhausted or the failure is
- * permanent (no deliverer, no address, provider rejection). The job runs on
+ * permanent (no deliverer, no address, provider rejection). A round has 3
+ * attempts counted on the row, so a re-run after a crash resumes it. The job runs on
  * one client holding an advisory lock on the notification, so a duplicate job
  * (stall sweep, replay) never delivers it twice at once.
  */
@@ -72,7 +73,9 @@ export function makeNotificationDeliverTask({ pool, deliverers, logger, attempts
         logger.warn({ notificationId, channel: notification.channel }, "notifier: no deliverer; dead-lettered");
         return;
       }
-      for (let attempt = 1; attempt <= attempts; attempt++) {
+      // Resume the round where a dead worker left it: a crash never buys extra attempts.
+      const firstAttempt = Math.min(notification.roundAttempts + 1, attempts);
+      for (let attempt = firstAttempt; attempt <= attempts; attempt++) {
         const timer = metrics?.deliverySeconds.startTimer({ channel: notification.channel });
         try {
           await deliverer.deliver(notification);

@@ -20,3 +20,16 @@ export function loadConfigOrExit<T extends LoggingConfig>(name: string, load: (e
   }
   return { config, logger: createLogger({ name, level: config.LOG_LEVEL, pretty: config.LOG_PRETTY }) };
 }
+
+/**
+ * A start-up step the process cannot run without (the bus, the database):
+ * on failure, log `fatal` as "<what>: <error message>" and exit 1, before
+ * any port opens.
+ */
+export async function orExit<T>(logger: Logger, what: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    exitFatal(logger, `${what}: ${(err as Error).message}`, err);
+  }
+}

@@ -109,7 +109,6 @@ export async function pingDatabase(pool: Pool, timeoutMs: number): Promise<boole
   }
 }
 
-
 const connectionErrorCodes = new Set([
   "ECONNREFUSED",
   "ECONNRESET",

@@ -3,6 +3,7 @@ import path from "node:path";
 import { migrate } from "graphile-migrate";
 import { runMigrations } from "graphile-worker";
 import pg from "pg";
+import type { Queryable } from "./db.js";
 import { packageRoot } from "./paths.js";
 
 // Found from the package root, so the compiled code (dist/lib) finds it too.
@@ -46,5 +47,21 @@ export async function migrationStatus(databaseUrl: string): Promise<MigrationSta
     return { applied, pending };
   } finally {
     await client.end();
+  }
+}
+
+/**
+ * Refuses a database `api migrate up` has not prepared (no schema_migrations,
+ * or no graphile_worker schema). startWorker (lib/worker.ts) calls it before
+ * the relay's or the notifier's worker starts, because graphile-worker
+ * installs its own schema when it is missing, and no process migrates at boot.
+ */
+export async function assertMigrated(db: Queryable): Promise<void> {
+  const { rows } = await db.query<{ migrations: boolean; worker: boolean }>(
+    `select to_regclass('public.schema_migrations') is not null as migrations,
+            to_regnamespace('graphile_worker') is not null as worker`,
+  );
+  if (!rows[0]?.migrations || !rows[0].worker) {
+    throw new Error("the database is not migrated; run `api migrate up` first");
   }
 }

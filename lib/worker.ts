@@ -1,6 +1,7 @@
 import { Logger as WorkerLogger, run, type Runner, type TaskList } from "graphile-worker";
 import type { Pool } from "./db.js";
 import type { Logger } from "./logger.js";
+import { assertMigrated } from "./migrate.js";
 
 /** graphile-worker log lines go through the process's pino logger. */
 export function workerLogger(logger: Logger): WorkerLogger {
@@ -30,8 +31,13 @@ export interface StartWorkerOptions {
   crontab?: string;
 }
 
-/** Starts a graphile-worker runner; signals are handled by lib/shutdown.ts, not by the worker. */
-export function startWorker({
+/**
+ * Starts a graphile-worker runner on a database `api migrate up` prepared;
+ * it refuses an unmigrated one first, because graphile-worker would install
+ * its own schema and no process migrates at boot. Signals are handled by
+ * lib/shutdown.ts, not by the worker.
+ */
+export async function startWorker({
   pool,
   logger,
   taskList,
@@ -40,6 +46,7 @@ export function startWorker({
   localQueueSize = -1,
   crontab = "",
 }: StartWorkerOptions): Promise<Runner> {
+  await assertMigrated(pool);
   return run({
     crontab,
     pgPool: pool,

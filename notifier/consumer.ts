@@ -286,7 +286,9 @@ export class NotificationConsumer {
       const created = await recordEvents(pool, accepted);
       for (const { msg, event } of accepted) {
         msg.ack();
-        logger.info({ eventId: event.id, type: event.type, outcome: created.has(event.id) ? "created" : "duplicate" }, "notifier: event handled");
+        // A batch can hold an event and its redelivery; only the first of them created the row.
+        const outcome = created.delete(event.id) ? "created" : "duplicate";
+        logger.info({ eventId: event.id, type: event.type, outcome }, "notifier: event handled");
       }
     } catch (err) {
       for (const { msg, event } of accepted) {

@@ -1,5 +1,5 @@
 import { connectBus, ensureStream } from "../lib/bus.js";
-import { loadConfigOrExit } from "../lib/boot.js";
+import { loadConfigOrExit, orExit } from "../lib/boot.js";
 import { loadNotifierConfig } from "../lib/config.js";
 import { createPool, withTransaction } from "../lib/db.js";
 import { startHealthServer } from "../lib/health.js";
@@ -56,13 +56,16 @@ const metrics = createNotifierMetrics(metricsRegistry, {
   stream: config.NATS_STREAM,
   consumer: config.NOTIFIER_CONSUMER_NAME,
 });
-const runner = await startWorker({
-  pool,
-  logger,
-  taskList: { [NOTIFICATION_DELIVER_TASK]: makeNotificationDeliverTask({ pool, deliverers, logger, metrics }) },
-  concurrency: config.NOTIFIER_WORKER_CONCURRENCY,
-  localQueueSize: config.NOTIFIER_WORKER_CONCURRENCY * 4,
-});
+// As in the relay: a database `api migrate up` never ran on is a fatal start.
+const runner = await orExit(logger, "notifier: database", () =>
+  startWorker({
+    pool,
+    logger,
+    taskList: { [NOTIFICATION_DELIVER_TASK]: makeNotificationDeliverTask({ pool, deliverers, logger, metrics }) },
+    concurrency: config.NOTIFIER_WORKER_CONCURRENCY,
+    localQueueSize: config.NOTIFIER_WORKER_CONCURRENCY * 4,
+  }),
+);
 consumer.start();
 
 const sweep = () =>

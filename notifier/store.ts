@@ -89,6 +89,8 @@ export interface DeliverableNotification {
   channel: Channel;
   status: NotificationStatus;
   attempts: number;
+  /** Attempts already made in this round (since creation or the last replay). */
+  roundAttempts: number;
   subject: string;
   body: string;
   /** The event it came from, logged so one event can be followed across the three processes. */
@@ -100,7 +102,7 @@ export interface DeliverableNotification {
 export async function loadForDelivery(client: Queryable, id: string): Promise<DeliverableNotification | null> {
   const { rows } = await client.query<DeliverableNotification>(
     `select n.id, n.recipient_actor_id as "recipientActorId", n.channel, n.status, n.attempts,
-       n.subject, n.body, n.source_event_id as "sourceEventId", p.email
+       n.round_attempts as "roundAttempts", n.subject, n.body, n.source_event_id as "sourceEventId", p.email
      from notification n
      left join notification_preference p on p.actor_id = n.recipient_actor_id
      where n.id = $1::uuid`,
@@ -119,6 +121,7 @@ export async function recordAttempt(
   await client.query(
     `update notification
      set attempts = attempts + 1,
+       round_attempts = round_attempts + 1,
        status = $2::text,
        last_error = coalesce($3::text, last_error),
        sent_at = case when $2::text = 'sent' then now() else sent_at end,

@@ -1,27 +1,23 @@
-import type { Runner } from "graphile-worker";
 import { busClient, connectBus, ensureStream } from "../lib/bus.js";
-import { loadConfigOrExit } from "../lib/boot.js";
+import { loadConfigOrExit, orExit } from "../lib/boot.js";
 import { loadRelayConfig } from "../lib/config.js";
 import { createPool } from "../lib/db.js";
 import { startHealthServer } from "../lib/health.js";
-import { exitFatal } from "../lib/logger.js";
 import { createMetricsRegistry, registerMetricsRoute } from "../lib/metrics.js";
 import { installShutdown } from "../lib/shutdown.js";
 import { startWorker } from "../lib/worker.js";
 import { MAINTENANCE_CRONTAB, MAINTENANCE_PRUNE_TASK, makeMaintenancePruneTask } from "../jobs/maintenance__prune.js";
 import { makeOutboxRelayTask, OUTBOX_RELAY_TASK } from "../jobs/outbox_relay.js";
 import { createRelayMetrics } from "./metrics.js";
-import { assertMigrated, OutboxRelay } from "./outboxRelay.js";
+import { OutboxRelay } from "./outboxRelay.js";
 
 const { config, logger } = loadConfigOrExit("relay", loadRelayConfig);
 
-let nc;
-try {
-  nc = await connectBus(config.NATS_URL, "relay", logger);
-  await ensureStream(nc, config.NATS_STREAM);
-} catch (err) {
-  exitFatal(logger, `relay: connect: ${(err as Error).message}`, err);
-}
+const nc = await orExit(logger, "relay: connect", async () => {
+  const connected = await connectBus(config.NATS_URL, "relay", logger);
+  await ensureStream(connected, config.NATS_STREAM);
+  return connected;
+});
 
 const pool = createPool({
   connectionString: config.DATABASE_URL,
@@ -40,14 +36,10 @@ const relay = new OutboxRelay({
   lanes: config.RELAY_LANES,
 });
 
-// Postgres down at boot, or a database `api migrate up` never ran on, is a
-// fatal start like an unreachable bus. The check comes first because
-// graphile-worker installs its own schema when it is missing, and no process
-// migrates at boot.
-let runner: Runner;
-try {
-  await assertMigrated(pool);
-  runner = await startWorker({
+// Postgres down at boot, or a database `api migrate up` never ran on
+// (startWorker refuses it), is a fatal start like an unreachable bus.
+const runner = await orExit(logger, "relay: database", () =>
+  startWorker({
     pool,
     logger,
     taskList: {
@@ -56,10 +48,8 @@ try {
     },
     crontab: MAINTENANCE_CRONTAB,
     concurrency: 2,
-  });
-} catch (err) {
-  exitFatal(logger, `relay: database: ${(err as Error).message}`, err);
-}
+  }),
+);
 
 // The heartbeat sweep: finds rows whose job was lost, and retries after a bus outage.
 const sweep = () =>

@@ -1,25 +1,10 @@
 import { publishOutboxRow, type JetStreamClient } from "../lib/bus.js";
-import { withTransaction, type Pool, type Queryable } from "../lib/db.js";
+import { withTransaction, type Pool } from "../lib/db.js";
 import type { Logger } from "../lib/logger.js";
 import { claimUnpublishedBatch, markPublished } from "../lib/outbox.js";
 import type { RelayMetrics } from "./metrics.js";
 
 export const RELAY_BATCH_SIZE = 100;
-
-/**
- * Refuses a database `api migrate up` has not prepared (no schema_migrations,
- * or no graphile_worker schema), instead of letting the worker install its
- * schema at boot.
- */
-export async function assertMigrated(db: Queryable): Promise<void> {
-  const { rows } = await db.query<{ migrations: boolean; worker: boolean }>(
-    `select to_regclass('public.schema_migrations') is not null as migrations,
-            to_regnamespace('graphile_worker') is not null as worker`,
-  );
-  if (!rows[0]?.migrations || !rows[0].worker) {
-    throw new Error("the database is not migrated; run `api migrate up` first");
-  }
-}
 
 export interface OutboxRelayOptions {
   pool: Pool;

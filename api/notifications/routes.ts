@@ -141,7 +141,7 @@ export const notificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { 
         tags: ["admin", "notifications"],
         summary: "Replay a failed notification",
         description: [
-          "Queues the notification's delivery job again (the same notification_deliver job, with its 3 attempts); the re-attempt runs on the notifier's worker, so `status` is the state right after queuing (pending). Poll the failures listing or the row for the outcome.",
+          "Queues the notification's delivery job again (the same notification_deliver job, with a fresh round of 3 attempts; `attempts` keeps counting the total); the re-attempt runs on the notifier's worker, so `status` is the state right after queuing (pending). Poll the failures listing or the row for the outcome.",
           "Refused with 409 replay-not-eligible and `reason`:",
           "status: the notification is not failed or dead_letter, or a delivery of it is running right now;",
           "permanent: its reasonCategory is permanent, which a configured delivery provider (or address) fixes, not a resend;",

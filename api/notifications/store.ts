@@ -135,5 +135,6 @@ export async function findLaterSent(client: Queryable, id: string): Promise<stri
 }
 
 export async function markPendingForReplay(client: Queryable, id: string): Promise<void> {
-  await client.query(`update notification set status = 'pending', updated_at = now() where id = $1::uuid`, [id]);
+  // A replay starts a new round of attempts; `attempts` keeps the lifetime total.
+  await client.query(`update notification set status = 'pending', round_attempts = 0, updated_at = now() where id = $1::uuid`, [id]);
 }

@@ -27,6 +27,10 @@ describe(`fault: the notifier is killed with SIGKILL while consuming ${EVENTS} e
     await notifier.exited;
     const atKill = await notifications();
     console.log(`[notifier-crash] killed with ${atKill} of ${EVENTS} notifications recorded`);
+    // The kill must land mid-stream: some events committed, the rest still to consume, so the
+    // restarted notifier has to pick up where the dead one stopped (and redeliveries happen).
+    expect(atKill).toBeGreaterThan(0);
+    expect(atKill).toBeLessThan(EVENTS);
 
     await h.stack.start("notifier");
     await eventually(async () => ((await notifications()) >= EVENTS ? true : undefined), 60_000);

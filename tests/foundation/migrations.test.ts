@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { assertMigrated } from "../../lib/migrate.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 const run = promisify(execFile);
@@ -74,5 +75,28 @@ describe("an outbox insert queues the relay job in the same transaction", () => 
     } finally {
       client.release();
     }
+  });
+});
+
+describe("the relay's and the notifier's boot check accepts only a database `api migrate up` prepared", () => {
+  it("accepts the migrated database", async () => {
+    await expect(assertMigrated(db.pool)).resolves.toBeUndefined();
+  });
+
+  // DDL is transactional: each half is dropped inside a transaction that is rolled back.
+  it.each([
+    ["schema_migrations", "drop view schema_migrations"],
+    ["graphile_worker", "drop schema graphile_worker cascade"],
+  ])("rejects it, naming `api migrate up`, when %s is missing", async (_missing, drop) => {
+    const client = await db.pool.connect();
+    try {
+      await client.query("begin");
+      await client.query(drop);
+      await expect(assertMigrated(client)).rejects.toThrow("run `api migrate up` first");
+    } finally {
+      await client.query("rollback");
+      client.release();
+    }
+    await expect(assertMigrated(db.pool)).resolves.toBeUndefined();
   });
 });

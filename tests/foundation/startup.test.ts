@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devEnv } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { freePort, waitForPort } from "../helpers/nats.js";
+import { freePort, probePort, waitForPort } from "../helpers/nats.js";
 import { ServiceProcess } from "../helpers/processes.js";
 
 let db: TestDatabase;
@@ -19,6 +19,24 @@ async function portIsOpen(port: number): Promise<boolean> {
   );
 }
 
+/**
+ * Probes the port every 20 ms for as long as the process lives. A check made
+ * only after exit cannot see a port that was open for a moment and closed
+ * again on the way down; this one can.
+ */
+async function watchPortWhileAlive(port: number, service: ServiceProcess): Promise<{ probes: number; opened: boolean }> {
+  let alive = true;
+  void service.exited.then(() => (alive = false));
+  let probes = 0;
+  let opened = false;
+  while (alive) {
+    if (await probePort(port)) opened = true;
+    probes++;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { probes, opened };
+}
+
 function fatalLine(process: ServiceProcess): Record<string, unknown> | undefined {
   return process.lines.find((l) => l.level === 60);
 }
@@ -28,8 +46,12 @@ describe("a process that cannot reach the bus at startup exits 1 before serving 
     const httpPort = await freePort();
     const deadBus = `nats://127.0.0.1:${await freePort()}`;
     const api = ServiceProcess.start("api", devEnv(db.url, deadBus, { API_HTTP_ADDR: `127.0.0.1:${httpPort}`, LOG_LEVEL: "info" }));
+    const watched = await watchPortWhileAlive(httpPort, api);
     expect(await api.exited).toBe(1);
     expect(String(fatalLine(api)?.msg)).toMatch(/^event publisher/);
+    // Probed many times while the process was up, so the check covered its whole life, not just the aftermath.
+    expect(watched.probes).toBeGreaterThan(5);
+    expect(watched.opened).toBe(false);
     expect(await portIsOpen(httpPort)).toBe(false);
   });
 
@@ -37,8 +59,11 @@ describe("a process that cannot reach the bus at startup exits 1 before serving 
     const healthPort = await freePort();
     const deadBus = `nats://127.0.0.1:${await freePort()}`;
     const relay = ServiceProcess.start("relay", devEnv(db.url, deadBus, { RELAY_HEALTH_ADDR: `127.0.0.1:${healthPort}`, LOG_LEVEL: "info" }));
+    const watched = await watchPortWhileAlive(healthPort, relay);
     expect(await relay.exited).toBe(1);
     expect(String(fatalLine(relay)?.msg)).toMatch(/^relay: connect/);
+    expect(watched.probes).toBeGreaterThan(5);
+    expect(watched.opened).toBe(false);
     expect(await portIsOpen(healthPort)).toBe(false);
   });
 });

@@ -64,3 +64,18 @@ export async function withFailingAuditInsert<T>(db: pg.Pool, run: () => Promise<
     await db.query(`drop trigger test_reject_audit on audit_event; drop function test_reject_audit();`);
   }
 }
+
+/**
+ * Relay connections held on their markPublished update by a lock a test took
+ * (`lock table outbox_event in share mode`): each has claimed and published a
+ * batch it cannot yet commit as published.
+ */
+export async function relaysHeldBeforeMarkPublished(db: TestDatabase): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity
+     where datname = $1 and application_name = 'relay' and wait_event_type = 'Lock'
+       and query like 'update outbox_event set published_at%'`,
+    [db.name],
+  );
+  return rows[0]!.n;
+}

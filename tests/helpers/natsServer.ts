@@ -21,19 +21,23 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** One TCP connect to 127.0.0.1:port: true if something accepts it. */
+export function probePort(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+    socket.connect(port, "127.0.0.1");
+  });
+}
+
 export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = new Socket();
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once("error", () => resolve(false));
-      socket.connect(port, "127.0.0.1");
-    });
-    if (open) return;
+    if (await probePort(port)) return;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`port ${port} did not open within ${timeoutMs} ms`);

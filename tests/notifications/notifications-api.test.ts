@@ -8,7 +8,7 @@ import { admin, as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";
 import { eventually } from "../helpers/stream.js";
-import { startSmtpServer, type TestSmtpServer } from "../notifier/smtp.js";
+import { SmtpReply, startSmtpServer, type TestSmtpServer } from "../notifier/smtp.js";
 import { deliveryJobsFor, startDeliveryWorker } from "../notifier/support.js";
 
 let db: TestDatabase;
@@ -38,6 +38,7 @@ async function seed(s: Seed): Promise<string> {
   });
   await api.pool.query(
     `update notification set status = $2, last_error = $3, attempts = case when $2 = 'pending' then 0 else 1 end,
+       round_attempts = case when $2 = 'pending' then 0 else 1 end,
        updated_at = coalesce($4::timestamptz, now()), created_at = coalesce($5::timestamptz, created_at)
      where id = $1`,
     [id, s.status ?? "pending", s.lastError ?? null, s.updatedAt ?? null, s.createdAt ?? null],
@@ -237,11 +238,15 @@ describe("POST /v1/admin/notifications/{id}/replay refuses ineligible notificati
 });
 
 describe("replay re-attempts through the same delivery job and is audited", () => {
+  /** A mailbox whose server defers every delivery (451). */
+  const ALWAYS_DEFERRED = "deferred@example.org";
   let smtp: TestSmtpServer;
   let runner: Runner;
 
   beforeAll(async () => {
-    smtp = await startSmtpServer();
+    smtp = await startSmtpServer(async (address) => {
+      if (address === ALWAYS_DEFERRED) throw new SmtpReply(451, "try again later");
+    });
     runner = await startDeliveryWorker(api.pool, buildDeliverers({ SMTP_URL: smtp.url, SMTP_FROM: "no-reply@example.org" }));
   });
 
@@ -273,6 +278,21 @@ describe("replay re-attempts through the same delivery job and is audited", () =
     });
     expect(done.attempts).toBe(2);
     expect(smtp.received.map((m) => m.to)).toContainEqual(["ok@example.org"]);
+  });
+
+  it("gives a dead-lettered notification a fresh round of 3 attempts; attempts keeps the lifetime total", async () => {
+    await api.pool.query(`insert into notification_preference (actor_id, channel, email) values ('replay-round', 'email', $1)`, [ALWAYS_DEFERRED]);
+    const id = await seed({ recipient: "replay-round", status: "dead_letter", lastError: "smtp 451: try again later" });
+    await api.pool.query(`update notification set attempts = 3, round_attempts = 3 where id = $1`, [id]);
+
+    const res = await api.app.inject({ method: "POST", url: `/v1/admin/notifications/${id}/replay`, headers: admin() });
+    expect(res.statusCode).toBe(200);
+    const done = await eventually(async () => {
+      const { rows } = await api.pool.query(`select status, attempts, round_attempts from notification where id = $1`, [id]);
+      return rows[0].status === "dead_letter" && rows[0].attempts > 3 ? rows[0] : undefined;
+    });
+    expect(done).toEqual({ status: "dead_letter", attempts: 6, round_attempts: 3 });
+    expect(smtp.rcptAttempts.filter((a) => a === ALWAYS_DEFERRED)).toHaveLength(3);
   });
 
   it("refuses with reason status while a delivery of the notification is running, and queues nothing", async () => {

@@ -1,6 +1,8 @@
 import type { Runner } from "graphile-worker";
+import { performance } from "node:perf_hooks";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { backoffMs, BACKOFF_CAP_MS, DELIVERY_ATTEMPTS } from "../../jobs/notification_deliver.js";
 import { createPool, withTransaction, type Pool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { buildDeliverers } from "../../notifier/deliverers/index.js";
@@ -169,6 +171,37 @@ describe("every attempt updates the row; the status is failed while retries rema
   });
 });
 
+describe("a transient failure is retried: 3 attempts, exponential backoff capped at 2 s, then dead_letter", () => {
+  it("a server answering 4xx to every attempt sees exactly 3 attempts, each gap at least the backoff and at most the cap plus slack", async () => {
+    // What the server saw, not what the worker logged: the gaps include the real SMTP round trips.
+    const seenAt: number[] = [];
+    smtp = await startSmtpServer(async () => {
+      seenAt.push(performance.now());
+      throw new SmtpReply(451, "try again later");
+    });
+    await startWorkerWith(smtp.url);
+    await setPreference(pool, "owner-backoff", "email", "backoff@example.org");
+    const id = await createNotification("owner-backoff", "email");
+    const done = await settled(id);
+
+    expect(done).toMatchObject({ status: "dead_letter", attempts: DELIVERY_ATTEMPTS });
+    expect(done.last_error).toMatch(/^smtp 451: /);
+    expect(reasonCategory(done.last_error)).toBe("transient");
+    // The job finished rather than failing, so graphile-worker holds nothing that could make a 4th attempt.
+    await eventually(async () => ((await deliveryJobsFor(pool, id)) === 0 ? true : undefined));
+    expect(smtp.rcptAttempts).toHaveLength(DELIVERY_ATTEMPTS);
+    expect(seenAt).toHaveLength(DELIVERY_ATTEMPTS);
+
+    // 1 s of slack above the cap covers a reconnect and the row update on a loaded machine.
+    const slackMs = 1_000;
+    const gaps = seenAt.slice(1).map((t, i) => t - seenAt[i]!);
+    gaps.forEach((gap, i) => {
+      expect(gap, `gap after attempt ${i + 1}`).toBeGreaterThanOrEqual(backoffMs(i + 1));
+      expect(gap, `gap after attempt ${i + 1}`).toBeLessThanOrEqual(BACKOFF_CAP_MS + slackMs);
+    });
+  });
+});
+
 describe("one notification is never delivered twice at once", () => {
   it("a second job for a notification whose delivery is running does nothing; the mail is sent once", async () => {
     let release!: () => void;
@@ -205,6 +238,31 @@ describe("a delivery whose worker died is re-queued by the stall sweep", () => {
     expect(requeued).toEqual([id]);
     const done = await settled(id);
     expect(done).toMatchObject({ status: "sent", attempts: 1 });
+  });
+
+  it("resumes the dead worker's round: after 2 recorded attempts the re-run makes only the 3rd", async () => {
+    smtp = await startSmtpServer(async () => {
+      throw new SmtpReply(451, "try again later");
+    });
+    await setPreference(pool, "owner-resumed", "email", "resumed@example.org");
+    const id = await createNotification("owner-resumed", "email");
+    // What a worker killed after its 2nd failed attempt leaves: the row, and its job locked for hours.
+    await pool.query(
+      `update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead-worker' where payload->>'notificationId' = $1`,
+      [id],
+    );
+    await pool.query(
+      `update notification set status = 'failed', attempts = 2, round_attempts = 2, last_error = 'smtp 451: try again later',
+         updated_at = now() - interval '10 minutes'
+       where id = $1`,
+      [id],
+    );
+    await startWorkerWith(smtp.url);
+
+    expect(await withTransaction(pool, (client) => requeueStalledDeliveries(client, 120, 100))).toEqual([id]);
+    const done = await settled(id);
+    expect(done).toMatchObject({ status: "dead_letter", attempts: 3, round_attempts: 3 });
+    expect(smtp.rcptAttempts).toHaveLength(1);
   });
 
   it("leaves recent and finished notifications alone", async () => {

@@ -38,6 +38,18 @@ async function relay(): Promise<ServiceProcess> {
   return p;
 }
 
+async function stopNotifiers(): Promise<void> {
+  for (const p of started.filter((s) => s.name === "notifier")) await p.stop();
+}
+
+/** Ids of the given events that this process logged as handled with that outcome. */
+function handledEvents(p: ServiceProcess, eventIds: string[], outcome: "created" | "duplicate"): string[] {
+  const wanted = new Set(eventIds);
+  return p.lines
+    .filter((l) => l.msg === "notifier: event handled" && l.outcome === outcome && wanted.has(String(l.eventId)))
+    .map((l) => String(l.eventId));
+}
+
 async function allHaveOneRow(eventIds: string[], timeoutMs = 20_000): Promise<void> {
   await eventually(async () => ((await notificationsFor(db.pool, eventIds)).length === eventIds.length ? true : undefined), timeoutMs);
 }
@@ -127,25 +139,74 @@ describe("the notifier survives a NATS restart and resumes consuming without los
   });
 });
 
-describe("two notifier processes consuming at once never create a second row for an event", () => {
-  it("shares 200 events, each also published a second time past the duplicate window, with one row per event", async () => {
-    await notifier();
-    await notifier();
-    const events = Array.from({ length: 200 }, (_, i) => relayEnvelope(`pair-${i}`));
-    await Promise.all(events.flatMap((e) => [publishEnvelope(nc, e), publishEnvelope(nc, e, `${e.id}-dup`)]));
-    await allHaveOneRow(events.map((e) => e.id));
+describe("the notifier rides out a NATS restart in the middle of consuming a backlog", () => {
+  it("the same process resumes after nats-server is stopped mid-backlog and started again on its port and store, with one row per event", async () => {
+    if (!bus.server) return expect.fail("this test needs its own nats-server");
+    await stopNotifiers();
+    const events = Array.from({ length: 1000 }, (_, i) => relayEnvelope(`midway-${i}`));
+    const ids = events.map((e) => e.id);
+    await Promise.all(events.map((e) => publishEnvelope(nc, e)));
+    // One message at a time, so the backlog is still being consumed when the server goes away.
+    const consumer = await notifier({ NOTIFIER_CONSUME_CONCURRENCY: "1" });
+    await eventually(async () => ((await notificationsFor(db.pool, ids)).length > 0 ? true : undefined), 10_000, 5);
+
+    await bus.server.stop();
+    const createdBeforeStop = (await notificationsFor(db.pool, ids)).length;
+    expect(createdBeforeStop, "the stop must land mid-backlog").toBeLessThan(ids.length);
+    await consumer.waitForLog((l) => l.msg === "bus: disconnect");
+    // Down for longer than a few reconnect attempts (500 ms apart) and a consume restart.
+    await new Promise((r) => setTimeout(r, 2_000));
+    await bus.server.start();
+    await consumer.waitForLog((l) => l.msg === "bus: reconnect");
+
+    // Events published after the restart are consumed too, not only the backlog.
+    const later = Array.from({ length: 10 }, (_, i) => relayEnvelope(`midway-later-${i}`));
+    await eventually(async () => {
+      await Promise.all(later.map((e) => publishEnvelope(nc, e)));
+      return true;
+    });
+    const all = [...ids, ...later.map((e) => e.id)];
+    // Messages delivered but unacked when the server went away come back after the ack wait (3 s here).
+    await allHaveOneRow(all, 60_000);
+    expect(await maxRowsPerSourceEvent(db.pool)).toBe(1);
     await eventually(async () => {
       const info = await consumerInfo(nc);
       return info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
     }, 20_000);
-    expect(await notificationsFor(db.pool, events.map((e) => e.id))).toHaveLength(200);
+    expect(consumer.child.exitCode, "the notifier must still be running").toBeNull();
+    // The one process running created every row, before and after the restart, each once.
+    expect(handledEvents(consumer, all, "created").length).toBe(all.length);
+  }, 120_000);
+});
+
+describe("two notifier processes consuming at once never create a second row for an event", () => {
+  it("shares 200 events, each also published a second time past the duplicate window, with one row per event", async () => {
+    // Only these two consume, so their logs account for every event.
+    await stopNotifiers();
+    const pair = [await notifier(), await notifier()];
+    const events = Array.from({ length: 200 }, (_, i) => relayEnvelope(`pair-${i}`));
+    const ids = events.map((e) => e.id);
+    await Promise.all(events.flatMap((e) => [publishEnvelope(nc, e), publishEnvelope(nc, e, `${e.id}-dup`)]));
+    await allHaveOneRow(ids);
+    await eventually(async () => {
+      const info = await consumerInfo(nc);
+      return info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
+    }, 20_000);
+    expect(await notificationsFor(db.pool, ids)).toHaveLength(200);
     expect(await maxRowsPerSourceEvent(db.pool)).toBe(1);
+
+    // Both took part, and between them each event was created once and only once.
+    const createdBy = pair.map((p) => handledEvents(p, ids, "created"));
+    expect(createdBy[0]!.length, "events the first notifier created").toBeGreaterThan(0);
+    expect(createdBy[1]!.length, "events the second notifier created").toBeGreaterThan(0);
+    expect([...createdBy[0]!, ...createdBy[1]!].sort()).toEqual([...ids].sort());
+    expect(pair.every((p) => p.child.exitCode === null)).toBe(true);
   });
 });
 
 describe("a notifier killed with SIGKILL mid-stream loses nothing and duplicates nothing", () => {
   it("a new notifier finishes the backlog with exactly one row per event", async () => {
-    for (const p of started.filter((s) => s.name === "notifier")) await p.stop();
+    await stopNotifiers();
     // The backlog is on the stream before the victim starts, so it is still busy when killed.
     const events = Array.from({ length: 5000 }, (_, i) => relayEnvelope(`kill-${i}`));
     const ids = events.map((e) => e.id);

@@ -51,6 +51,7 @@ export interface NotificationRow {
   channel: string;
   status: string;
   attempts: number;
+  round_attempts: number;
   last_error: string | null;
   source_event_id: string;
   subject: string;

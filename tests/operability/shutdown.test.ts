@@ -6,6 +6,8 @@ import { freePort, startTestBus, waitForPort, type TestBus } from "../helpers/na
 import { ServiceProcess } from "../helpers/processes.js";
 import { connect } from "@nats-io/transport-node";
 import { eventually, readStream } from "../helpers/stream.js";
+import { notificationsFor, publishEnvelope, relayEnvelope, setPreference, startNotifier } from "../notifier/support.js";
+import { startSmtpServer } from "../notifier/smtp.js";
 
 let db: TestDatabase;
 let bus: TestBus;
@@ -97,6 +99,68 @@ describe("SIGTERM stops intake, finishes in-flight work and exits 0 within 10 s"
       }
     } finally {
       expect(await second.stop()).toBe(0);
+    }
+  });
+
+  it("notifier: deliveries in flight finish as sent, exit is 0, and the rest stay queued for the next notifier", async () => {
+    // Each RCPT is answered after 1 s, so the SIGTERM lands while deliveries are open on the wire.
+    const smtp = await startSmtpServer(() => new Promise((r) => setTimeout(r, 1_000)));
+    const nc = await connect({ servers: bus.url });
+    const env = {
+      SMTP_URL: smtp.url,
+      // Fewer workers than notifications: some deliveries are in flight, the others still queued.
+      NOTIFIER_WORKER_CONCURRENCY: "3",
+      DATABASE_POOL_SIZE: "8",
+    };
+    let second: ServiceProcess | null = null;
+    try {
+      const events = Array.from({ length: 8 }, (_, i) => relayEnvelope(`shutdown-mail-${i}`));
+      for (let i = 0; i < events.length; i++) await setPreference(db.pool, `shutdown-mail-${i}`, "email", `owner${i}@example.org`);
+      const ids = events.map((e) => e.id);
+      const first = await startNotifier(db.url, bus.url, env);
+      await Promise.all(events.map((e) => publishEnvelope(nc, e)));
+      // Every event is a row with its job before the signal: this test is about deliveries, not intake.
+      await eventually(async () => ((await notificationsFor(db.pool, ids)).length === ids.length ? true : undefined), 15_000, 10);
+      await eventually(async () => (smtp.rcptAttempts.length >= 3 ? true : undefined), 15_000, 10);
+      first.signal("SIGTERM");
+      const { value: code, ms } = await timed(first.exited);
+      // Every delivery that reached the server before the exit, whether or not it began before the signal.
+      const inFlight = [...smtp.rcptAttempts];
+      expect(inFlight.length).toBeGreaterThanOrEqual(3);
+      expect(code).toBe(0);
+      expect(ms).toBeLessThan(10_000);
+      expect(first.lines.some((l) => l.msg === "shutdown: complete")).toBe(true);
+
+      const rows = await notificationsFor(db.pool, ids);
+      expect(rows).toHaveLength(8);
+      const addressOf = (r: { recipient_actor_id: string }) => `owner${r.recipient_actor_id.split("-").pop()}@example.org`;
+      const started = rows.filter((r) => inFlight.includes(addressOf(r)));
+      expect(started).toHaveLength(inFlight.length);
+      expect(started.map((r) => [r.status, r.attempts])).toEqual(started.map(() => ["sent", 1]));
+      expect(smtp.received.map((m) => m.to[0]).sort()).toEqual([...inFlight].sort());
+
+      // What was not delivered is still deliverable, with a job no dead worker holds locked.
+      const rest = rows.filter((r) => r.status !== "sent");
+      expect(rest.length).toBeGreaterThan(0);
+      expect(rest.every((r) => r.status === "pending" || r.status === "failed")).toBe(true);
+      const { rows: jobs } = await db.pool.query<{ id: string; locked_at: Date | null }>(
+        `select j.payload->>'notificationId' as id, j.locked_at from graphile_worker._private_jobs j where j.payload->>'notificationId' = any($1::text[])`,
+        [rest.map((r) => r.id)],
+      );
+      expect(jobs.map((j) => j.id).sort()).toEqual(rest.map((r) => r.id).sort());
+      expect(jobs.every((j) => j.locked_at === null)).toBe(true);
+
+      // The next notifier delivers the rest at once, without waiting for the stall sweep, and sends nothing twice.
+      second = await startNotifier(db.url, bus.url, env);
+      await eventually(async () => {
+        const now = await notificationsFor(db.pool, ids);
+        return now.every((r) => r.status === "sent") ? true : undefined;
+      }, 30_000);
+      expect(smtp.received.map((m) => m.to[0]).sort()).toEqual(rows.map(addressOf).sort());
+    } finally {
+      if (second) expect(await second.stop()).toBe(0);
+      await nc.close();
+      await smtp.close();
     }
   });
 });
