@@ -34,6 +34,8 @@ export interface BuildAppOptions extends AppDeps {
   onRoute?: (route: RouteOptions) => void;
   /** Prometheus registry; a fresh one per app when omitted. */
   metrics?: Registry;
+  /** Monotonic milliseconds for the per-IP limiter; tests pass a clock they move themselves. */
+  clock?: () => number;
 }
 
 /**
@@ -41,7 +43,7 @@ export interface BuildAppOptions extends AppDeps {
  * authentication and RequireNotSuspended, then the route's gate; only then is
  * the body parsed and the route run.
  */
-export async function buildApp({ logger, onRoute, metrics: registry, ...deps }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ logger, onRoute, metrics: registry, clock, ...deps }: BuildAppOptions): Promise<FastifyInstance> {
   const { config, pool } = deps;
   let limiter: IpLimiter | undefined;
   const app = Fastify({
@@ -71,7 +73,7 @@ export async function buildApp({ logger, onRoute, metrics: registry, ...deps }: 
 
   if (onRoute) app.addHook("onRoute", onRoute);
   registerErrorHandling(app, config.PROBLEM_BASE_URL, config.API_BODY_LIMIT_BYTES);
-  limiter = registerIpLimiter(app, config.PROBLEM_BASE_URL);
+  limiter = registerIpLimiter(app, config.PROBLEM_BASE_URL, clock);
   const metrics = registry ?? createMetricsRegistry("api");
   registerHttpMetrics(app, metrics);
   registerMetricsRoute(app, metrics);

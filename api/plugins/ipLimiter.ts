@@ -71,7 +71,7 @@ export interface IpLimiter {
  * The first onRequest hook: rejects with 429 before authentication, body
  * parsing or any I/O. The body is serialised once, up front.
  */
-export function registerIpLimiter(app: FastifyInstance, problemBaseUrl: string): IpLimiter {
+export function registerIpLimiter(app: FastifyInstance, problemBaseUrl: string, now: () => number = () => performance.now()): IpLimiter {
   const buckets = new TokenBuckets({ ratePerSecond: IP_RATE_PER_SECOND, burst: IP_BURST });
   const body = JSON.stringify({
     type: `${problemBaseUrl.replace(/\/$/, "")}/rate-limited`,
@@ -79,11 +79,11 @@ export function registerIpLimiter(app: FastifyInstance, problemBaseUrl: string):
     status: 429,
     detail: "too many requests from this address; slow down",
   });
-  const sweeper = setInterval(() => buckets.sweep(), 10_000);
+  const sweeper = setInterval(() => buckets.sweep(now()), 10_000);
   sweeper.unref();
   app.addHook("onClose", async () => clearInterval(sweeper));
   const refuse = (request: FastifyRequest, reply: FastifyReply): boolean => {
-    const wait = buckets.take(request.ip);
+    const wait = buckets.take(request.ip, now());
     if (wait === 0) return false;
     reply
       .code(429)

@@ -35,13 +35,13 @@ export interface TestApi {
  * Builds the real app (app.ts) on a real pool and a real bus connection, for
  * inject(). Every public response it sends goes through the privacy checker.
  */
-export async function buildTestApi(env: Env): Promise<TestApi> {
+export async function buildTestApi(env: Env, options: { clock?: () => number } = {}): Promise<TestApi> {
   const config = loadApiConfig(env);
   const logger = pino({ level: config.LOG_LEVEL });
   const nc = await connectBus(config.NATS_URL, "api-test", logger);
   await ensureStream(nc, config.NATS_STREAM);
   const pool = createPool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_SIZE, applicationName: "api-test", logger });
-  const app = await buildApp({ config, pool, js: busClient(nc), logger, onRoute: checkPublicResponses });
+  const app = await buildApp({ config, pool, js: busClient(nc), logger, onRoute: checkPublicResponses, clock: options.clock });
   await app.ready();
   return {
     app,
