@@ -31,11 +31,29 @@ export interface StartWorkerOptions {
   crontab?: string;
 }
 
+/** A graphile-worker runner kept running for the life of the process. */
+export interface SupervisedWorker {
+  /** Stops for good: no restart, and jobs in flight finish first. */
+  stop(): Promise<void>;
+  /** How many times a runner that stopped on its own was replaced. */
+  readonly restarts: number;
+}
+
+const RESTART_MIN_DELAY_MS = 500;
+const RESTART_MAX_DELAY_MS = 30_000;
+
 /**
  * Starts a graphile-worker runner on a database `api migrate up` prepared;
  * it refuses an unmigrated one first, because graphile-worker would install
  * its own schema and no process migrates at boot. Signals are handled by
  * lib/shutdown.ts, not by the worker.
+ *
+ * Job completions and failures are always batched: unbatched, graphile-worker
+ * 0.18 leaves a completion that fails (Postgres stopping as a job ends) as an
+ * unhandled rejection, which kills the process. Batched, the failure stops
+ * the runner's worker pool instead, and its promise resolves as if asked to
+ * stop (graphile/worker#635): so a runner that stops without our asking is
+ * logged and replaced, retrying with backoff while Postgres is away.
  */
 export async function startWorker({
   pool,
@@ -45,16 +63,85 @@ export async function startWorker({
   pollInterval = 1_000,
   localQueueSize = -1,
   crontab = "",
-}: StartWorkerOptions): Promise<Runner> {
+}: StartWorkerOptions): Promise<SupervisedWorker> {
   await assertMigrated(pool);
-  return run({
-    crontab,
-    pgPool: pool,
-    taskList,
-    concurrency,
-    pollInterval,
-    noHandleSignals: true,
-    logger: workerLogger(logger),
-    preset: localQueueSize > 1 ? { worker: { localQueue: { size: localQueueSize }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } : undefined,
-  });
+  const start = () =>
+    run({
+      crontab,
+      pgPool: pool,
+      taskList,
+      concurrency,
+      pollInterval,
+      noHandleSignals: true,
+      logger: workerLogger(logger),
+      preset: {
+        worker: {
+          ...(localQueueSize > 1 ? { localQueue: { size: localQueueSize } } : {}),
+          completeJobBatchDelay: 0,
+          failJobBatchDelay: 0,
+        },
+      },
+    });
+
+  let runner: Runner | null = await start();
+  let stopping = false;
+  let restarts = 0;
+  let replacing: Promise<void> | null = null;
+  let wakeReplacer: (() => void) | null = null;
+
+  const replace = async () => {
+    for (let attempt = 0; !stopping; attempt++) {
+      const delay = Math.min(RESTART_MAX_DELAY_MS, RESTART_MIN_DELAY_MS * 2 ** attempt);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delay);
+        wakeReplacer = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      if (stopping) return;
+      try {
+        runner = await start();
+        restarts += 1;
+        logger.info({ restarts }, "worker: runner replaced");
+        watch(runner);
+        return;
+      } catch (err) {
+        logger.warn({ err: { message: (err as Error).message }, retryInMs: delay }, "worker: runner replacement failed; retrying");
+      }
+    }
+  };
+
+  const watch = (current: Runner) => {
+    current.promise.then(
+      () => undefined,
+      (err: unknown) => err,
+    ).then((err) => {
+      if (stopping || runner !== current) return;
+      runner = null;
+      logger.error(
+        { err: err ? { message: (err as Error).message } : undefined },
+        "worker: runner stopped without being asked; starting a new one",
+      );
+      replacing = replace().finally(() => {
+        replacing = null;
+      });
+    });
+  };
+  watch(runner);
+
+  return {
+    get restarts() {
+      return restarts;
+    },
+    async stop() {
+      stopping = true;
+      (wakeReplacer as (() => void) | null)?.();
+      await replacing;
+      const current = runner;
+      runner = null;
+      // A runner whose pool stopped on its own a moment ago refuses stop(); it is already ending.
+      if (current) await current.stop().catch(() => current.promise.catch(() => undefined));
+    },
+  };
 }

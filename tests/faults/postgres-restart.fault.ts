@@ -127,6 +127,14 @@ describe("fault: Postgres restarts under load", () => {
     await new Promise((r) => setTimeout(r, 1_000));
     expect(await status("/readyz")).toBe(200);
     const pids = stack.processes.map((p) => p.child.pid);
+    // A process that dies during the outage fails the test below; its last words say why.
+    for (const p of stack.processes) {
+      void p.exited.then((code) => {
+        if (code === 0) return;
+        const lastWords = p.lines.filter((l) => Object.keys(l).length === 1 || (l.level as number) >= 40).slice(-40);
+        console.log(`[postgres-restart] ${p.name} exited with ${code}; warnings, errors and stderr: ${JSON.stringify(lastWords)}`);
+      });
+    }
 
     const stoppedAt = Date.now();
     await cluster.stop("fast");

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import type { Runner } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { buildDeliverers } from "../../notifier/deliverers/index.js";
@@ -10,6 +9,7 @@ import { startTestBus, type TestBus } from "../helpers/nats.js";
 import { eventually } from "../helpers/stream.js";
 import { SmtpReply, startSmtpServer, type TestSmtpServer } from "../notifier/smtp.js";
 import { deliveryJobsFor, startDeliveryWorker } from "../notifier/support.js";
+import type { SupervisedWorker } from "../../lib/worker.js";
 
 let db: TestDatabase;
 let bus: TestBus;
@@ -241,7 +241,7 @@ describe("replay re-attempts through the same delivery job and is audited", () =
   /** A mailbox whose server defers every delivery (451). */
   const ALWAYS_DEFERRED = "deferred@example.org";
   let smtp: TestSmtpServer;
-  let runner: Runner;
+  let runner: SupervisedWorker;
 
   beforeAll(async () => {
     smtp = await startSmtpServer(async (address) => {

@@ -1,4 +1,3 @@
-import type { Runner } from "graphile-worker";
 import { performance } from "node:perf_hooks";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -13,10 +12,11 @@ import { freePort } from "../helpers/nats.js";
 import { eventually } from "../helpers/stream.js";
 import { deliveryJobsFor, relayEnvelope, setPreference, startDeliveryWorker, type NotificationRow } from "./support.js";
 import { SmtpReply, startSmtpServer, type TestSmtpServer } from "./smtp.js";
+import type { SupervisedWorker } from "../../lib/worker.js";
 
 let db: TestDatabase;
 let pool: Pool;
-let runner: Runner | null = null;
+let runner: SupervisedWorker | null = null;
 let smtp: TestSmtpServer | null = null;
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
 

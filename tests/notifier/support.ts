@@ -1,12 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { pino } from "pino";
-import type { Runner } from "graphile-worker";
 import { busClient, type NatsConnection } from "../../lib/bus.js";
 import type { Env } from "../../lib/config.js";
 import type { Pool, Queryable } from "../../lib/db.js";
 import { EventType, type EventEnvelope } from "../../lib/events.js";
-import { startWorker } from "../../lib/worker.js";
+import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
 import { makeNotificationDeliverTask, NOTIFICATION_DELIVER_TASK } from "../../jobs/notification_deliver.js";
 import type { Deliverers } from "../../notifier/deliverers/types.js";
 import { devEnv, TEST_STREAM } from "../helpers/app.js";
@@ -89,7 +88,7 @@ export async function consumerInfo(nc: NatsConnection, name = "notifier") {
 }
 
 /** A real graphile-worker runner with the delivery task, in the test process. */
-export function startDeliveryWorker(pool: Pool, deliverers: Deliverers): Promise<Runner> {
+export function startDeliveryWorker(pool: Pool, deliverers: Deliverers): Promise<SupervisedWorker> {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
   return startWorker({
     pool,
