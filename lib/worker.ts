@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { Logger as WorkerLogger, run, type Runner, type TaskList } from "graphile-worker";
 import type { Pool } from "./db.js";
 import type { Logger } from "./logger.js";
@@ -83,65 +84,46 @@ export async function startWorker({
       },
     });
 
-  let runner: Runner | null = await start();
-  let stopping = false;
+  let runner: Runner = await start();
   let restarts = 0;
-  let replacing: Promise<void> | null = null;
-  let wakeReplacer: (() => void) | null = null;
+  const stopping = new AbortController();
 
-  const replace = async () => {
-    for (let attempt = 0; !stopping; attempt++) {
-      const delay = Math.min(RESTART_MAX_DELAY_MS, RESTART_MIN_DELAY_MS * 2 ** attempt);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, delay);
-        wakeReplacer = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      if (stopping) return;
-      try {
-        runner = await start();
-        restarts += 1;
-        logger.info({ restarts }, "worker: runner replaced");
-        watch(runner);
-        return;
-      } catch (err) {
-        logger.warn({ err: { message: (err as Error).message }, retryInMs: delay }, "worker: runner replacement failed; retrying");
-      }
-    }
-  };
-
-  const watch = (current: Runner) => {
-    current.promise.then(
-      () => undefined,
-      (err: unknown) => err,
-    ).then((err) => {
-      if (stopping || runner !== current) return;
-      runner = null;
+  // One loop per process: wait for the runner to end; unless stop() ended it, start another.
+  const supervision = (async () => {
+    for (;;) {
+      const err: unknown = await runner.promise.then(() => undefined, (e: unknown) => e);
+      if (stopping.signal.aborted) return;
       logger.error(
         { err: err ? { message: (err as Error).message } : undefined },
         "worker: runner stopped without being asked; starting a new one",
       );
-      replacing = replace().finally(() => {
-        replacing = null;
-      });
-    });
-  };
-  watch(runner);
+      for (let attempt = 0; ; attempt++) {
+        const delay = Math.min(RESTART_MAX_DELAY_MS, RESTART_MIN_DELAY_MS * 2 ** attempt);
+        await sleep(delay, undefined, { signal: stopping.signal }).catch(() => undefined);
+        if (stopping.signal.aborted) return;
+        try {
+          runner = await start();
+          break;
+        } catch (e) {
+          logger.warn({ err: { message: (e as Error).message }, retryInMs: delay }, "worker: runner replacement failed; retrying");
+        }
+      }
+      // stop() came while the new runner was starting: it saw only the old one.
+      if (stopping.signal.aborted) return runner.stop();
+      restarts += 1;
+      logger.info({ restarts }, "worker: runner replaced");
+    }
+  })();
 
   return {
     get restarts() {
       return restarts;
     },
     async stop() {
-      stopping = true;
-      (wakeReplacer as (() => void) | null)?.();
-      await replacing;
-      const current = runner;
-      runner = null;
-      // A runner whose pool stopped on its own a moment ago refuses stop(); it is already ending.
-      if (current) await current.stop().catch(() => current.promise.catch(() => undefined));
+      stopping.abort();
+      // A runner that already stopped on its own refuses stop(); the loop has seen it end.
+      await runner.stop().catch(() => undefined);
+      await supervision;
     },
   };
 }
