@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["tests/**/*.test.ts"],
-    globalSetup: ["tests/setup/globalSetup.ts"],
+    globalSetup: ["tests/setup/global-setup.ts"],
     // Fails a test whose public responses break the privacy rules (tests/helpers/privacy.ts).
     setupFiles: ["tests/setup/privacy.ts"],
     pool: "forks",

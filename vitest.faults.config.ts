@@ -14,7 +14,7 @@ export default defineConfig({
       "tests/auth/authentication.test.ts",
       "tests/abuse/**/*.test.ts",
     ],
-    globalSetup: ["tests/setup/globalSetup.ts"],
+    globalSetup: ["tests/setup/global-setup.ts"],
     // Fails a test whose public responses break the privacy rules (tests/helpers/privacy.ts).
     setupFiles: ["tests/setup/privacy.ts"],
     pool: "forks",

@@ -1,34 +1,34 @@
 import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from "fastify";
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
-import type { JetStreamClient } from "../lib/bus.js";
-import type { ApiConfig } from "../lib/config.js";
-import type { Pool } from "../lib/db.js";
 import { healthRoutes } from "../lib/health.js";
 import type { Logger } from "../lib/logger.js";
 import { createMetricsRegistry, registerHttpMetrics, registerMetricsRoute, type Registry } from "../lib/metrics.js";
 import { problems } from "../lib/problems.js";
 import { adminRoutes } from "./admin/routes.js";
+import { alertSubscriptionRoutes } from "./alert-subscriptions/routes.js";
+import { animalRoutes } from "./animals/routes.js";
 import { consoleRoutes } from "./console/routes.js";
+import type { AppDeps } from "./deps.js";
 import { emergencyRoutes } from "./emergency/routes.js";
 import { moderationRoutes } from "./moderation/routes.js";
 import { notificationRoutes } from "./notifications/routes.js";
+import { ownerRoutes } from "./owner/routes.js";
 import { createAuthenticator, registerAuth } from "./plugins/auth.js";
-import { registerErrorHandling, sendProblem } from "./plugins/errors.js";
-import { registerGracefulClose } from "./plugins/gracefulClose.js";
-import { registerIpLimiter, type IpLimiter } from "./plugins/ipLimiter.js";
+import { clientErrorHandler, registerErrorHandling, sendProblem } from "./plugins/errors.js";
+import { registerGracefulClose } from "./plugins/graceful-close.js";
+import { registerIpLimiter, type IpLimiter } from "./plugins/ip-limiter.js";
 import { registerOpenApi } from "./plugins/openapi.js";
+import { photoRoutes } from "./photos/routes.js";
+import { createObjectStorage, type ObjectStorage } from "../lib/storage/index.js";
 import { safetyRoutes } from "./safety/routes.js";
+import type { TagPhotoSource } from "./tag/photos.js";
+import { isTagPageUrl, sendTagNotFound, tagRoutes } from "./tag/routes.js";
 
-/** What every route module is given. */
-export interface AppDeps {
-  config: ApiConfig;
-  pool: Pool;
-  /** The bus, for admin requeue (it publishes through the relay's code path). */
-  js: JetStreamClient;
-}
 
-export interface BuildAppOptions extends AppDeps {
+export interface BuildAppOptions extends Omit<AppDeps, "storage"> {
+  /** Photo storage; made from config (and closed with the app) when omitted. */
+  storage?: ObjectStorage;
   logger: Logger;
   /** Sees every route as it is registered; the admin role-gate test walks them. */
   onRoute?: (route: RouteOptions) => void;
@@ -36,6 +36,8 @@ export interface BuildAppOptions extends AppDeps {
   metrics?: Registry;
   /** Monotonic milliseconds for the per-IP limiter; tests pass a clock they move themselves. */
   clock?: () => number;
+  /** The tag page's photo source (api/tag/photos.ts); none until animal photos exist. */
+  tagPhotos?: TagPhotoSource;
 }
 
 /**
@@ -43,7 +45,8 @@ export interface BuildAppOptions extends AppDeps {
  * authentication and RequireNotSuspended, then the route's gate; only then is
  * the body parsed and the route run.
  */
-export async function buildApp({ logger, onRoute, metrics: registry, clock, ...deps }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ logger, onRoute, metrics: registry, clock, tagPhotos, storage, ...rest }: BuildAppOptions): Promise<FastifyInstance> {
+  const deps: AppDeps = { ...rest, storage: storage ?? createObjectStorage(rest.config) };
   const { config, pool } = deps;
   let limiter: IpLimiter | undefined;
   const app = Fastify({
@@ -54,10 +57,13 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, ...d
     genReqId: () => crypto.randomUUID(),
     return503OnClosing: true,
     routerOptions: { maxParamLength: 200 },
+    clientErrorHandler: clientErrorHandler(config.PROBLEM_BASE_URL),
     // A malformed URL or an over-long path parameter never reaches a route, so
     // no hook runs: the limiter and the problem rendering are applied here.
     frameworkErrors: (error, request, reply) => {
       if (limiter?.refuse(request, reply)) return;
+      // A tag page URL the router refused (an over-long or broken token) gets the tag's own 404 page.
+      if (isTagPageUrl(request.url)) return void sendTagNotFound(request, reply, pool);
       const problem =
         error.code === "FST_ERR_MAX_PARAM_LENGTH" ? problems.notFound("resource") : problems.validation("the URL is malformed");
       sendProblem(reply, config.PROBLEM_BASE_URL, problem);
@@ -66,10 +72,13 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, ...d
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  // JSON only: a text/plain body is 415 unsupported-media-type, like any other type without a parser.
+  app.removeContentTypeParser("text/plain");
   app.addHook("onSend", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
   registerGracefulClose(app);
+  if (!storage) app.addHook("onClose", () => deps.storage.close());
 
   if (onRoute) app.addHook("onRoute", onRoute);
   registerErrorHandling(app, config.PROBLEM_BASE_URL, config.API_BODY_LIMIT_BYTES);
@@ -80,7 +89,7 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, ...d
   // Before auth: a preflight carries no credential and is answered here.
   await app.register(cors, {
     origin: config.API_CORS_ORIGINS.length > 0 ? config.API_CORS_ORIGINS : false,
-    methods: ["GET", "POST", "PUT", "DELETE"],
+    methods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
     allowedHeaders: ["authorization", "content-type"],
     exposedHeaders: ["x-request-id", "retry-after", "location"],
     maxAge: 600,
@@ -94,6 +103,11 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, ...d
   await app.register(emergencyRoutes, deps);
   await app.register(moderationRoutes, deps);
   await app.register(notificationRoutes, deps);
+  await app.register(alertSubscriptionRoutes, deps);
+  await app.register(animalRoutes, deps);
+  await app.register(ownerRoutes, deps);
+  await app.register(tagRoutes, { ...deps, photos: tagPhotos });
+  await app.register(photoRoutes, deps);
   await app.register(consoleRoutes);
 
   return app;

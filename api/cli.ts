@@ -16,8 +16,8 @@ if (command === "serve") {
   const { config, logger } = loadConfigOrExit("api", loadDatabaseToolConfig);
   try {
     if (sub === "up") {
-      await migrateUp(config.DATABASE_URL);
-      logger.info("migrate: up to date");
+      const { applied } = await migrateUp(config.DATABASE_URL);
+      logger.info({ applied }, applied.length > 0 ? `migrate: applied ${applied.join(", ")}` : "migrate: up to date");
     } else {
       const { applied, pending } = await migrationStatus(config.DATABASE_URL);
       console.log(JSON.stringify({ applied, pending }, null, 2));

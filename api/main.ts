@@ -9,7 +9,7 @@ const { config, logger } = loadConfigOrExit("api", loadApiConfig);
 
 const nc = await orExit(logger, "event publisher: cannot connect to the bus", async () => {
   const connected = await connectBus(config.NATS_URL, "api", logger);
-  await ensureStream(connected, config.NATS_STREAM);
+  await ensureStream(connected, config.NATS_STREAM, { replicas: config.NATS_REPLICAS });
   return connected;
 });
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { problems } from "../lib/problems.js";
+import { SPECIES } from "../lib/animals.js";
 
-/** Schemas shared by several modules: ids, points, timestamps, pagination, problems. */
+/** Schemas shared by several modules: ids, points, timestamps, problems. Pagination: api/pagination.ts. */
 
 export const Uuid = z.uuid();
 export const IdParams = z.object({ id: z.uuid() });
@@ -13,7 +13,7 @@ export const Point = z.object({
 
 export const Timestamp = z.iso.datetime({ offset: true });
 
-export const Species = z.enum(["dog", "cat", "bird", "rabbit", "other"]);
+export const Species = z.enum(SPECIES);
 
 /**
  * A numeric query parameter, coerced from its text. A blank value (`lat=`,
@@ -31,15 +31,6 @@ export function queryNumber<T extends z.ZodType<number, unknown>>(schema: T) {
   }, schema);
 }
 
-export const PageQuery = z.object({
-  limit: queryNumber(z.coerce.number().int().min(1).max(200).default(50)),
-  cursor: z.string().max(500).optional(),
-});
-
-export function page<T extends z.ZodType>(item: T) {
-  return z.object({ items: z.array(item), nextCursor: z.string().nullable() });
-}
-
 export const Created = z.object({ id: z.uuid(), createdAt: z.string() });
 
 export const Problem = z
@@ -50,21 +41,3 @@ export const Problem = z
     detail: z.string(),
   })
   .meta({ id: "Problem" });
-
-/** Opaque cursors: base64url JSON of the last item's sort key. */
-export function encodeCursor(key: Record<string, unknown>): string {
-  return Buffer.from(JSON.stringify(key)).toString("base64url");
-}
-
-export function decodeCursor<T extends z.ZodType>(cursor: string | undefined, shape: T): z.output<T> | null {
-  if (cursor === undefined) return null;
-  try {
-    const parsed = shape.safeParse(JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")));
-    if (parsed.success) return parsed.data;
-  } catch {
-    // not base64url JSON: refused below like any other bad cursor
-  }
-  throw problems.validation("query.cursor: is not a cursor this listing issued", [
-    { path: "query.cursor", message: "is not a cursor this listing issued" },
-  ]);
-}

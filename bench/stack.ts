@@ -1,7 +1,7 @@
 import os from "node:os";
 import pg from "pg";
 import { migrateUp } from "../lib/migrate.js";
-import { canStartNatsServer, freePort, TestNatsServer, waitForPort } from "../tests/helpers/natsServer.js";
+import { canStartNatsServer, freePort, TestNatsServer, waitForPort } from "../tests/helpers/nats-server.js";
 import { ServiceProcess } from "../tests/helpers/processes.js";
 import { round } from "./stats.js";
 

@@ -9,10 +9,12 @@ export const AuditAction = {
   EmergencyProfileRevoked: "admin.emergency_profile.revoked",
   ModerationClaimed: "admin.moderation.claimed",
   ModerationActioned: "admin.moderation.actioned",
+  PhotoDeletedByAdmin: "admin.photo.deleted",
   PreciseLocationViewed: "safety.precise_location_viewed",
   ReportFlagged: "safety.report_flagged",
   ReportCancelledByOperator: "safety.report_cancelled_by_operator",
   WorkerJobsCleaned: "operator.worker_jobs_cleaned",
+  OutboxRepublished: "operator.outbox_republished",
 } as const;
 
 export type AuditAction = (typeof AuditAction)[keyof typeof AuditAction];
@@ -25,6 +27,7 @@ export const AuditObject = {
   Animal: "animal",
   LostReport: "lost_report",
   ModerationReport: "moderation_report",
+  Photo: "photo",
   WorkerJobs: "worker_jobs",
 } as const;
 

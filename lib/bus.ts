@@ -1,4 +1,4 @@
-import { connect, nanos, type NatsConnection } from "@nats-io/transport-node";
+import { connect, errors, nanos, type NatsConnection } from "@nats-io/transport-node";
 import {
   jetstream,
   jetstreamManager,
@@ -18,18 +18,34 @@ export type { NatsConnection, JetStreamClient };
 /** The duplicate window must cover the relay's retry of a crashed batch. */
 export const DUPLICATE_WINDOW_MS = 5 * 60_000;
 
+/** NATS_URL: one server, or the nodes of a cluster, comma-separated. */
+export function busServers(url: string): string[] {
+  return url
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
 /**
  * Connects once. A failure here is fatal for the caller; after a successful
  * connect the client reconnects for ever, so a later outage is tolerated.
+ * With several servers the client starts on a random one (so instances spread
+ * over the nodes) and moves to another when its node goes; servers the cluster
+ * gossips are added to the list. A node that vanishes without closing the
+ * socket (power loss, partition) is noticed after two missed pings (~10 s).
  */
 export async function connectBus(url: string, name: string, logger: Logger): Promise<NatsConnection> {
   const nc = await connect({
-    servers: url.split(","),
+    servers: busServers(url),
     name,
     timeout: 3_000,
     reconnect: true,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
+    reconnectJitter: 250,
+    noRandomize: false,
+    pingInterval: 5_000,
+    maxPingOut: 2,
     waitOnFirstConnect: false,
   });
   void (async () => {
@@ -42,25 +58,68 @@ export async function connectBus(url: string, name: string, logger: Logger): Pro
   return nc;
 }
 
-/** Creates the stream, or updates it to the settings below; safe to run on every start. */
-export async function ensureStream(nc: NatsConnection, name: string): Promise<void> {
-  const jsm = await jetstreamManager(nc);
+export interface EnsureStreamOptions {
+  /** NATS_REPLICAS: 1 on one server, 3 on a three-node cluster. */
+  replicas?: number;
+  /** How long a cluster that is electing a leader (503, no responders, timeouts) is waited for. */
+  unavailableForMs?: number;
+}
+
+/** JetStream's error code for an add whose name another process took first. */
+const STREAM_NAME_IN_USE = 10058;
+
+/**
+ * A cluster between leaders answers 503, or no one answers (which nats.js
+ * reports as "jetstream is not enabled"); anything else is a real refusal.
+ */
+function isTransient(err: unknown): boolean {
+  if (err instanceof JetStreamApiError) return err.status === 503;
+  return (
+    err instanceof errors.TimeoutError ||
+    err instanceof errors.NoRespondersError ||
+    err instanceof errors.RequestError ||
+    (err instanceof Error && err.name === "JetStreamNotEnabled")
+  );
+}
+
+/**
+ * Creates the stream, or updates it to the settings below (replicas
+ * included); safe to run on every start, from every process. A cluster that
+ * has just lost a node may be electing a leader: that is waited for, up to
+ * `unavailableForMs`, rather than failing the start.
+ */
+export async function ensureStream(nc: NatsConnection, name: string, options: EnsureStreamOptions = {}): Promise<void> {
+  const { replicas = 1, unavailableForMs = 20_000 } = options;
   const config = {
     subjects: [...STREAM_SUBJECTS],
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     duplicate_window: nanos(DUPLICATE_WINDOW_MS),
     max_age: nanos(7 * 24 * 3_600_000),
+    num_replicas: replicas,
   };
-  try {
-    await jsm.streams.info(name);
-    await jsm.streams.update(name, config);
-  } catch (err) {
-    if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) {
-      await jsm.streams.add({ name, ...config });
+  const deadline = Date.now() + unavailableForMs;
+  for (;;) {
+    try {
+      const jsm = await jetstreamManager(nc);
+      try {
+        await jsm.streams.info(name);
+        await jsm.streams.update(name, config);
+      } catch (err) {
+        if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+        try {
+          await jsm.streams.add({ name, ...config });
+        } catch (addErr) {
+          // Another process created it between our info and add: go round and update it.
+          if (addErr instanceof JetStreamApiError && addErr.code === STREAM_NAME_IN_USE) continue;
+          throw addErr;
+        }
+      }
       return;
+    } catch (err) {
+      if (!isTransient(err) || Date.now() >= deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500));
     }
-    throw err;
   }
 }
 

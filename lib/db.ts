@@ -17,6 +17,12 @@ export interface Queryable {
 // Timestamps and bigint counts come back as strings, parsed where they are used.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
 
+/**
+ * A select-list expression giving a timestamp column as exact UTC text
+ * (microseconds), for keyset cursors: a JavaScript Date keeps milliseconds only.
+ */
+export const exactTime = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
 export interface PoolOptions {
   connectionString: string;
   max?: number;

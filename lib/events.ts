@@ -1,7 +1,15 @@
+import { z } from "zod";
+import { REPORT_OUTCOMES, SPECIES } from "./animals.js";
+import { MATCH_KINDS } from "./matches.js";
+import { CONTENT_STATES, MODERATION_TARGET_TYPES } from "./moderation.js";
+import { PHOTO_PARENT_TYPES } from "./photos.js";
+
 /**
- * Event types (bus subjects), one registry. The relay publishes every type;
- * the notifier's subject filter is built from the types it handles
- * (notifier/handlers.ts).
+ * The event catalogue: every event type (its bus subject) with the zod schema
+ * of its payload. The outbox writer (lib/outbox.ts) accepts only a payload
+ * that fits its type, at compile time and at run time, and consumers parse
+ * with the same schema (parseEventData). The relay publishes every type; the
+ * notifier's subject filter follows its handler registry.
  */
 export const EventType = {
   AnimalLostReported: "events.animal.lost_reported.v1",
@@ -11,6 +19,19 @@ export const EventType = {
   LostReportCancelled: "events.safety.lost_report_cancelled.v1",
   SightingReported: "events.safety.sighting_reported.v1",
   RelayMessageReceived: "events.safety.relay_message_received.v1",
+  ContentModerated: "events.moderation.content_moderated.v1",
+  AccountSuspended: "events.account.suspended.v1",
+  MatchSuggested: "events.safety.match_suggested.v1",
+  MatchConfirmed: "events.safety.match_confirmed.v1",
+  TagScanned: "events.animal.tag_scanned.v1",
+  ReportUpdated: "events.safety.report_updated.v1",
+  ReportRenewed: "events.safety.report_renewed.v1",
+  ReportExpiring: "events.safety.report_expiring.v1",
+  ReportExpired: "events.safety.report_expired.v1",
+  PhotoUploaded: "events.photo.uploaded.v1",
+  PhotoReady: "events.photo.ready.v1",
+  PhotoFailed: "events.photo.failed.v1",
+  PhotoDeleted: "events.photo.deleted.v1",
 } as const;
 
 export type EventType = (typeof EventType)[keyof typeof EventType];
@@ -18,10 +39,174 @@ export type EventType = (typeof EventType)[keyof typeof EventType];
 /** Subjects of the JetStream stream. Every event type lives under it. */
 export const STREAM_SUBJECTS = ["events.>"] as const;
 
+/** Events carry only the public grid-cell centre (lib/geo.ts), read from the stored row. */
+export const CoarsePoint = z.object({ lat: z.number().min(-90).max(90), lon: z.number().min(-180).max(180) });
+const Instant = z.iso.datetime({ offset: true });
+const ActorId = z.string().min(1).max(200);
+const Species = z.enum(SPECIES);
+/** Lost and found reports share their lifetime and edit events; the kind says which table. */
+const ReportKind = z.enum(["lost", "found"]);
+
+/** The two sides of a match and who reported each. */
+const MatchPair = z.object({
+  matchId: z.uuid(),
+  lostReportId: z.uuid(),
+  lostReporterId: ActorId,
+  kind: z.enum(MATCH_KINDS),
+  targetId: z.uuid(),
+  targetReporterId: ActorId,
+});
+
+/** A photo and what it belongs to (lib/photos.ts). */
+const PhotoRef = z.object({
+  photoId: z.uuid(),
+  uploaderId: ActorId,
+  parentType: z.enum(PHOTO_PARENT_TYPES),
+  parentId: z.uuid(),
+});
+
+export const eventCatalogue = {
+  [EventType.AnimalLostReported]: z.object({
+    reportId: z.uuid(),
+    reporterId: ActorId,
+    species: Species,
+    location: CoarsePoint,
+    lastSeenAt: Instant,
+    /** Made from a registered animal (POST /v1/animals/{id}/lost). */
+    animalId: z.uuid().optional(),
+  }),
+  [EventType.AnimalFoundReported]: z.object({
+    reportId: z.uuid(),
+    reporterId: ActorId,
+    species: Species,
+    location: CoarsePoint,
+    foundAt: Instant,
+  }),
+  [EventType.LostReportResolved]: z.object({
+    lostReportId: z.uuid(),
+    reporterId: ActorId,
+    outcome: z.enum(REPORT_OUTCOMES),
+    resolvedAt: Instant,
+  }),
+  [EventType.FoundReportResolved]: z.object({
+    foundReportId: z.uuid(),
+    reporterId: ActorId,
+    outcome: z.enum(REPORT_OUTCOMES),
+    resolvedAt: Instant,
+  }),
+  [EventType.LostReportCancelled]: z.object({
+    reportId: z.uuid(),
+    previousStatus: z.string(),
+  }),
+  [EventType.SightingReported]: z.object({
+    sightingId: z.uuid(),
+    lostReportId: z.uuid().nullable(),
+    /** The lost report's reporter, who is told; null for an unlinked sighting. */
+    recipientActorId: ActorId.nullable(),
+    reporterId: ActorId,
+    location: CoarsePoint,
+    seenAt: Instant,
+  }),
+  [EventType.RelayMessageReceived]: z.object({
+    recipientActorId: ActorId,
+    /** The report the message is about: a lost report, or (part 2) a found report. */
+    lostReportId: z.uuid().optional(),
+    foundReportId: z.uuid().optional(),
+    /** Sent from the animal's tag page. */
+    animalId: z.uuid().optional(),
+    relayMessageId: z.uuid(),
+    message: z.string().min(1).max(2000),
+    fromContact: z.string().min(1).max(200),
+    /** The grid-cell centre of where the sender was, when they shared it (tag page). */
+    location: CoarsePoint.optional(),
+  }),
+  [EventType.ContentModerated]: z.object({
+    /** Only content with an author account is announced (a relay message has none). */
+    authorId: ActorId,
+    targetType: z.enum(MODERATION_TARGET_TYPES),
+    targetId: z.uuid(),
+    state: z.enum(CONTENT_STATES),
+    moderationReportId: z.uuid(),
+  }),
+  [EventType.AccountSuspended]: z.object({
+    userId: ActorId,
+    reasonCode: z.string().min(1).max(100),
+    expiresAt: Instant.nullable(),
+  }),
+  [EventType.MatchSuggested]: MatchPair.extend({ score: z.number().min(0).max(1) }),
+  [EventType.MatchConfirmed]: MatchPair,
+  [EventType.TagScanned]: z.object({
+    animalId: z.uuid(),
+    /** The animal's owner, who is told (at most once per tag per 10 minutes). */
+    recipientActorId: ActorId,
+    animalName: z.string().min(1).max(100),
+    scanId: z.uuid(),
+    scannedAt: Instant,
+    /** Only when the finder shared their location, and only its grid-cell centre. */
+    location: CoarsePoint.nullable(),
+  }),
+  [EventType.ReportUpdated]: z.object({
+    reportKind: ReportKind,
+    reportId: z.uuid(),
+    reporterId: ActorId,
+    /** The body fields the PATCH set (`animal.breed`, `location`, …). */
+    changed: z.array(z.string().min(1).max(40)).min(1),
+    species: Species,
+    location: CoarsePoint,
+  }),
+  [EventType.ReportRenewed]: z.object({
+    reportKind: ReportKind,
+    reportId: z.uuid(),
+    reporterId: ActorId,
+    expiresAt: Instant,
+  }),
+  [EventType.ReportExpiring]: z.object({
+    reportKind: ReportKind,
+    reportId: z.uuid(),
+    reporterId: ActorId,
+    species: Species,
+    animalName: z.string().nullable(),
+    expiresAt: Instant,
+  }),
+  [EventType.ReportExpired]: z.object({
+    reportKind: ReportKind,
+    reportId: z.uuid(),
+    reporterId: ActorId,
+    expiredAt: Instant,
+  }),
+  [EventType.PhotoUploaded]: PhotoRef,
+  /** The variants exist: the photo is listed and, for a report, matching re-runs with its hash. */
+  [EventType.PhotoReady]: PhotoRef.extend({ width: z.number().int().positive(), height: z.number().int().positive() }),
+  /** Processing gave up; `reason` is what the owner and admins see. */
+  [EventType.PhotoFailed]: PhotoRef.extend({ reason: z.string().min(1).max(500) }),
+  [EventType.PhotoDeleted]: PhotoRef.extend({ deletedBy: ActorId }),
+} as const satisfies Record<EventType, z.ZodObject>;
+
+export type EventData<T extends EventType> = z.output<(typeof eventCatalogue)[T]>;
+
 /** The body of every bus message (contract: `{id, type, occurredAt, data}`). */
-export interface EventEnvelope<T = Record<string, unknown>> {
+export interface EventEnvelope<T extends EventType = EventType> {
   id: string;
-  type: EventType;
+  type: T;
   occurredAt: string;
-  data: T;
+  data: EventData<T>;
+}
+
+export function isEventType(type: string): type is EventType {
+  return Object.hasOwn(eventCatalogue, type);
+}
+
+/** An event's data does not fit its type's schema. */
+export class InvalidEventError extends Error {
+  override name = "InvalidEventError";
+}
+
+/** Parses an event's data with its type's schema; throws InvalidEventError naming the first bad field. */
+export function parseEventData<T extends EventType>(type: T, data: unknown, eventId = "(new)"): EventData<T> {
+  const parsed = eventCatalogue[type].safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new InvalidEventError(`${type} ${eventId}: data.${issue.path.join(".")}: ${issue.message}`);
+  }
+  return parsed.data as EventData<T>;
 }

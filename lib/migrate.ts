@@ -16,11 +16,36 @@ async function committedMigrations(): Promise<string[]> {
   return files;
 }
 
+export interface MigrateUpResult {
+  /** The migrations this run applied (`000001`, …), oldest first; empty when the database was up to date. */
+  applied: string[];
+}
+
 /** Applies pending graphile-migrate migrations, then installs graphile-worker's schema. */
-export async function migrateUp(databaseUrl: string): Promise<void> {
+export async function migrateUp(databaseUrl: string): Promise<MigrateUpResult> {
   await committedMigrations();
+  // Compared before and after, so the log names what this run applied rather than what was pending when it looked.
+  const before = new Set(await appliedMigrations(databaseUrl));
   await migrate({ connectionString: databaseUrl, migrationsFolder, pgSettings: { search_path: "public" } });
   await runMigrations({ connectionString: databaseUrl });
+  const after = await appliedMigrations(databaseUrl);
+  return { applied: after.filter((file) => !before.has(file)).map((file) => file.replace(/\.sql$/, "")) };
+}
+
+/** The filenames recorded in schema_migrations (`000001.sql`, …), oldest first; none before the first migration. */
+async function appliedMigrations(databaseUrl: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ exists: boolean }>(
+      `select to_regclass('public.schema_migrations') is not null as "exists"`,
+    );
+    if (!rows[0]?.exists) return [];
+    const applied = await client.query<{ filename: string }>(`select filename from schema_migrations order by filename`);
+    return applied.rows.map((r) => r.filename);
+  } finally {
+    await client.end();
+  }
 }
 
 export interface MigrationStatus {
@@ -31,23 +56,10 @@ export interface MigrationStatus {
 /** Committed migration files compared with schema_migrations (no shadow database needed). */
 export async function migrationStatus(databaseUrl: string): Promise<MigrationStatus> {
   const committed = await committedMigrations();
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ exists: boolean }>(
-      `select to_regclass('public.schema_migrations') is not null as "exists"`,
-    );
-    const applied = rows[0]?.exists
-      ? (await client.query<{ filename: string }>(`select filename from schema_migrations order by filename`)).rows.map(
-          (r) => r.filename,
-        )
-      : [];
-    // graphile-migrate records `000001.sql` for the file `000001-message.sql`.
-    const pending = committed.filter((file) => !applied.includes(`${file.split(/[-.]/)[0]}.sql`));
-    return { applied, pending };
-  } finally {
-    await client.end();
-  }
+  const applied = await appliedMigrations(databaseUrl);
+  // graphile-migrate records `000001.sql` for the file `000001-message.sql`.
+  const pending = committed.filter((file) => !applied.includes(`${file.split(/[-.]/)[0]}.sql`));
+  return { applied, pending };
 }
 
 /**

@@ -1,5 +1,6 @@
-import type { Queryable } from "./db.js";
-import type { EventEnvelope, EventType } from "./events.js";
+import type { z } from "zod";
+import { exactTime, type Queryable } from "./db.js";
+import { eventCatalogue, parseEventData, type EventData, type EventEnvelope, type EventType } from "./events.js";
 
 /** The slice of a logger the outbox needs; a request's logger carries the request id. */
 export interface EventLog {
@@ -25,38 +26,109 @@ const outboxColumns = `id, type, occurred_at as "occurredAt", published_at as "p
 
 export const REQUEUE_LIMIT = 5;
 
-/**
- * The outbox insert, with the caller's placeholders. `from` names a CTE whose
- * rows gate it: a write that embeds it inserts its event only when the
- * domain insert returned a row.
- */
-export function outboxInsertSql(type: string, payload: string, from?: string): string {
-  return `insert into outbox_event (type, payload) select ${type}, ${payload}${from ? ` from ${from}` : ""}
-     returning id, occurred_at as "occurredAt"`;
+export interface RecordedEvent {
+  id: string;
+  occurredAt: Date;
 }
 
+const insertEventSql = (type: string, payload: string, from?: string) =>
+  `insert into outbox_event (type, payload) select ${type}, ${payload}${from ? ` from ${from}` : ""}
+   returning id, occurred_at as "occurredAt"`;
+
+/** SQL giving a geography column's point as an event's `{lat, lon}`. */
+export const pointJson = (column: string) =>
+  `jsonb_build_object('lat', st_y(${column}::geometry), 'lon', st_x(${column}::geometry))`;
+
 /**
- * Inserts the event in the caller's transaction. With a log, it writes the
- * event id beside the request id, so one event can be followed from the API
- * through the relay to the notifier.
+ * Writes an event in the caller's transaction: the one way to write an event
+ * when the domain change is its own statement. The payload is checked against
+ * its type's schema (lib/events.ts) before anything is sent. With a log, it
+ * writes the event id beside the request id, so one event can be followed
+ * from the API through the relay to the notifier.
  */
-export async function insertOutboxEvent(
+export async function recordEvent<T extends EventType>(
   client: Queryable,
-  type: EventType,
-  data: Record<string, unknown>,
+  type: T,
+  data: EventData<T>,
   log?: EventLog,
-): Promise<{ id: string; occurredAt: Date }> {
-  const { rows } = await client.query<{ id: string; occurredAt: Date }>({
+): Promise<RecordedEvent> {
+  const payload = parseEventData(type, data);
+  const { rows } = await client.query<RecordedEvent>({
     name: "outbox-insert",
-    text: outboxInsertSql("$1::text", "$2::jsonb"),
-    values: [type, JSON.stringify(data)],
+    text: insertEventSql("$1::text", "$2::jsonb"),
+    values: [type, JSON.stringify(payload)],
   });
   const event = rows[0]!;
-  logEventRecorded(log, event.id, type);
+  logRecorded(log, event.id, type);
   return event;
 }
 
-export function logEventRecorded(log: EventLog | undefined, eventId: string, type: EventType): void {
+/**
+ * Several events of one type in one statement (a job that suggests many
+ * matches at once), each payload checked against the type's schema first.
+ */
+export async function recordEventBatch<T extends EventType>(
+  client: Queryable,
+  type: T,
+  batch: EventData<T>[],
+  log?: EventLog,
+): Promise<RecordedEvent[]> {
+  if (batch.length === 0) return [];
+  const payloads = batch.map((data) => JSON.stringify(parseEventData(type, data)));
+  const { rows } = await client.query<RecordedEvent>({
+    name: "outbox-insert-batch",
+    text: insertEventSql("$1::text", "payload", "unnest($2::jsonb[]) as payload"),
+    values: [type, payloads],
+  });
+  for (const event of rows) logRecorded(log, event.id, type);
+  return rows;
+}
+
+/** A domain write as CTEs, one of which, `created`, returns the new row (or none). */
+export interface EmbeddedWrite {
+  /** Prepared-statement name: the statement is planned once per connection. */
+  name: string;
+  /** The CTE list (without `with`), using $1..$n. */
+  ctes: string;
+  values: unknown[];
+  /** Select-list expressions over `created` to return. */
+  columns: string;
+}
+
+/**
+ * The same event write, embedded in ONE statement with its domain write: the
+ * event is inserted only when `created` returned a row. One round trip and
+ * atomic on its own, for the hot creates (bench/README.md). Payload fields
+ * named in `fromCreated` are SQL over `created` (so a coarse point comes from
+ * the stored row); the rest is checked against the type's schema here.
+ * Returns the row's columns and `eventId`, or null when nothing was created.
+ */
+export async function recordWithEvent<R extends object, T extends EventType, K extends keyof EventData<T> & string>(
+  client: Queryable,
+  write: EmbeddedWrite,
+  type: T,
+  data: Omit<EventData<T>, K>,
+  fromCreated: Record<K, string>,
+  log?: EventLog,
+): Promise<(R & { eventId: string }) | null> {
+  const sqlFields = Object.keys(fromCreated) as K[];
+  const schema = eventCatalogue[type] as z.ZodObject;
+  const checked = schema.omit(Object.fromEntries(sqlFields.map((k) => [k, true])) as never).parse(data);
+  const n = write.values.length;
+  const fromRow = sqlFields.map((k) => `'${k}', ${fromCreated[k]}`).join(", ");
+  const { rows } = await client.query<R & { eventId: string }>({
+    name: write.name,
+    text: `with ${write.ctes},
+     event as (${insertEventSql(`$${n + 1}::text`, `$${n + 2}::jsonb || jsonb_build_object(${fromRow})`, "created")})
+     select ${write.columns}, event.id as "eventId" from created, event`,
+    values: [...write.values, type, JSON.stringify(checked)],
+  });
+  const row = rows[0] ?? null;
+  if (row) logRecorded(log, row.eventId, type);
+  return row;
+}
+
+function logRecorded(log: EventLog | undefined, eventId: string, type: EventType): void {
   log?.info({ eventId, eventType: type }, "outbox: event recorded");
 }
 
@@ -124,7 +196,7 @@ export async function listStuckEvents(
   const { rows } = await client.query<StuckOutboxRow>(
     `select ${outboxColumns},
             floor(extract(epoch from now() - occurred_at))::int as "ageSeconds",
-            to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "cursorAt"
+            ${exactTime("occurred_at")} as "cursorAt"
      from outbox_event
      where published_at is null
        and occurred_at < now() - make_interval(secs => $1::double precision)
@@ -137,5 +209,5 @@ export async function listStuckEvents(
 }
 
 export function toEnvelope(row: OutboxRow): EventEnvelope {
-  return { id: row.id, type: row.type, occurredAt: row.occurredAt.toISOString(), data: row.payload };
+  return { id: row.id, type: row.type, occurredAt: row.occurredAt.toISOString(), data: row.payload as EventEnvelope["data"] };
 }

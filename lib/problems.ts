@@ -104,6 +104,9 @@ export const problems = {
     new ProblemError(ProblemSlug.ReplayNotEligible, 409, detail, { reason }),
   moderationClaimed: () =>
     new ProblemError(ProblemSlug.ModerationClaimed, 409, "this moderation item is claimed by another admin"),
+  /** An upload that is an image of an accepted type but not one the service takes (too many pixels, truncated). */
+  unprocessableImage: (detail: string) =>
+    new ProblemError(ProblemSlug.ValidationFailed, 422, detail, { errors: [{ path: "photo", message: detail }] }),
   payloadTooLarge: (limit: number) =>
     new ProblemError(ProblemSlug.PayloadTooLarge, 413, `request body is larger than ${limit} bytes`),
   unsupportedMediaType: (detail = "request body must be application/json") =>

@@ -13,8 +13,11 @@ import { z } from "zod";
 import { withTransaction, type Pool } from "../lib/db.js";
 import { STREAM_SUBJECTS, type EventEnvelope, type EventType } from "../lib/events.js";
 import type { Logger } from "../lib/logger.js";
-import { handledSubjects, InvalidEventError, type HandlerRegistry, type NotificationDraft } from "./handlers.js";
-import { enqueueDeliveries, insertNotifications, preferredChannels } from "./store.js";
+import { InvalidEventError } from "../lib/events.js";
+import { draftNotifications, handledSubjects, type HandlerRegistry, type NotificationDraft } from "./handlers.js";
+import { enqueueDeliveries } from "../lib/notifications.js";
+import { reactionJobs, type QueuedJob, type ReactionRegistry } from "./reactions.js";
+import { channelsFor, emailPreferences, insertNotifications, queueJobs } from "./store.js";
 
 /** Default ack wait; NOTIFIER_ACK_WAIT_MS overrides it. */
 export const ACK_WAIT_MS = 30_000;
@@ -103,39 +106,49 @@ export async function ensureNotifierConsumer(
 const Envelope = z.object({
   id: z.uuid(),
   // Any string: a type this build does not know is skipped like any unhandled one, not refused.
-  type: z.string().transform((t) => t as EventType),
+  type: z.string(),
   occurredAt: z.string(),
   data: z.record(z.string(), z.unknown()),
 });
+type RawEvent = z.output<typeof Envelope>;
 
 /** Messages turned into notifications in one transaction. */
 export const MAX_BATCH = 100;
 
 export interface HandledEvent {
-  event: EventEnvelope;
-  draft: NotificationDraft;
+  event: RawEvent;
+  drafts: NotificationDraft[];
+  jobs: QueuedJob[];
 }
 
 /**
- * Records the notifications and their delivery jobs for handled events, all
- * in one transaction; returns the ids of the events that got a new one. The
- * unique source_event_id makes a redelivered event (or one a second notifier
- * handles at the same time) a no-op that adds no job.
+ * Records the notifications and their delivery jobs for handled events, and
+ * the jobs the events start (notifier/reactions.ts), all in one transaction;
+ * returns the ids of the events that got a new notification. The unique
+ * (source event, recipient, channel) makes a redelivered event (or one a
+ * second notifier handles at the same time) add no notification and no
+ * delivery; its reaction jobs replace their waiting twins by job key.
  */
 export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise<Set<string>> {
   if (handled.length === 0) return new Set();
   return withTransaction(pool, async (client) => {
-    const channels = await preferredChannels(client, [...new Set(handled.map((h) => h.draft.recipientActorId))]);
+    const recipients = [...new Set(handled.flatMap((h) => h.drafts.map((d) => d.recipientActorId)))];
+    const preferences = await emailPreferences(client, recipients);
     const inserted = await insertNotifications(
       client,
-      handled.map(({ event, draft }) => ({
-        ...draft,
-        sourceEventId: event.id,
-        eventType: event.type,
-        channel: channels.get(draft.recipientActorId)!,
-      })),
+      handled.flatMap(({ event, drafts }) =>
+        drafts.flatMap((draft) =>
+          channelsFor(draft.kind, preferences.get(draft.recipientActorId)).map((channel) => ({
+            ...draft,
+            sourceEventId: event.id,
+            eventType: event.type as EventType,
+            channel,
+          })),
+        ),
+      ),
     );
     await enqueueDeliveries(client, inserted.map((n) => n.id));
+    await queueJobs(client, handled.flatMap((h) => h.jobs));
     return new Set(inserted.map((n) => n.sourceEventId));
   });
 }
@@ -147,6 +160,8 @@ export interface NotificationConsumerOptions {
   stream: string;
   name: string;
   registry: HandlerRegistry;
+  /** Jobs events start besides notifications; none when omitted. */
+  reactions?: ReactionRegistry;
   /** Messages handled at once. */
   concurrency: number;
   /** How long the server waits for an ack before redelivering. */
@@ -169,7 +184,12 @@ export class NotificationConsumer {
   private plan: FilterPlan;
 
   constructor(private readonly options: NotificationConsumerOptions) {
-    this.plan = planFilter(handledSubjects(options.registry), options.nc.info?.version);
+    this.plan = planFilter(this.subjects(), options.nc.info?.version);
+  }
+
+  /** Every type the notifier acts on: the notification handlers' and the reactions'. */
+  private subjects(): string[] {
+    return [...new Set([...handledSubjects(this.options.registry), ...Object.keys(this.options.reactions ?? {})])].sort();
   }
 
   get filter(): ConsumerFilter {
@@ -179,7 +199,7 @@ export class NotificationConsumer {
   /** Creates or updates the consumer; call before start() so a failure is a startup failure. */
   async ensure(): Promise<void> {
     const { nc, stream, name } = this.options;
-    this.plan = planFilter(handledSubjects(this.options.registry), nc.info?.version);
+    this.plan = planFilter(this.subjects(), nc.info?.version);
     await ensureNotifierConsumer(nc, stream, name, this.plan.filter, this.options.ackWaitMs);
   }
 
@@ -258,7 +278,7 @@ export class NotificationConsumer {
     const { pool, logger, registry } = this.options;
     const accepted: Array<HandledEvent & { msg: JsMsg }> = [];
     for (const msg of msgs) {
-      let event: EventEnvelope;
+      let event: RawEvent;
       try {
         event = Envelope.parse(msg.json());
       } catch (err) {
@@ -267,14 +287,15 @@ export class NotificationConsumer {
         msg.term();
         continue;
       }
-      const handler = registry[event.type];
-      if (!handler) {
-        msg.ack();
-        logger.info({ eventId: event.id, type: event.type, outcome: "skipped" }, "notifier: event handled");
-        continue;
-      }
       try {
-        accepted.push({ msg, event, draft: handler(event) });
+        const drafts = draftNotifications(registry, event);
+        const jobs = reactionJobs(this.options.reactions ?? {}, event);
+        if (!drafts && !jobs) {
+          msg.ack();
+          logger.info({ eventId: event.id, type: event.type, outcome: "skipped" }, "notifier: event handled");
+          continue;
+        }
+        accepted.push({ msg, event, drafts: drafts ?? [], jobs: jobs ?? [] });
       } catch (err) {
         if (!(err instanceof InvalidEventError)) throw err;
         logger.error({ eventId: event.id, type: event.type, err: { message: err.message } }, "notifier: invalid event");

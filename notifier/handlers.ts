@@ -1,50 +1,199 @@
-import { z } from "zod";
-import { EventType, type EventEnvelope } from "../lib/events.js";
+import { EventType, parseEventData, type EventEnvelope } from "../lib/events.js";
+import type { NotificationKind } from "../lib/notifications.js";
 
-/** What a handler makes of one event; the consumer adds channel and source event id. */
+/** What a handler makes of one event; the consumer adds the channels and the source event id. */
 export interface NotificationDraft {
   recipientActorId: string;
+  kind: NotificationKind;
   /** What the notification is about; see the `superseded` replay rule. */
   sourceKey: string;
   subject: string;
   body: string;
+  /** The ids to follow (lostReportId, foundReportId, matchId, animalId, …). */
+  data: Record<string, string>;
 }
 
-/** The event's data does not fit its handler: the message can never succeed. */
-export class InvalidEventError extends Error {
-  override name = "InvalidEventError";
-}
+export type EventHandler<T extends EventType> = (event: EventEnvelope<T>) => NotificationDraft[];
+export type HandlerRegistry = { [T in EventType]?: EventHandler<T> };
 
-export type EventHandler = (event: EventEnvelope) => NotificationDraft;
-export type HandlerRegistry = Partial<Record<EventType, EventHandler>>;
+/** Drops unset ids, so `data` holds only ids to follow. */
+const ids = (fields: Record<string, string | null | undefined>): Record<string, string> =>
+  Object.fromEntries(Object.entries(fields).filter((entry): entry is [string, string] => typeof entry[1] === "string"));
 
-const RelayMessageData = z.object({
-  recipientActorId: z.string().min(1).max(200),
-  lostReportId: z.uuid(),
-  relayMessageId: z.uuid(),
-  message: z.string().min(1).max(2000),
-  fromContact: z.string().min(1).max(200),
-});
+/** A grid-cell centre in words: the same ~1 km precision every public read has. */
+const near = (point: { lat: number; lon: number }) => `near ${point.lat.toFixed(3)}, ${point.lon.toFixed(3)} (within about 1 km)`;
 
-function parseData<T extends z.ZodType>(schema: T, event: EventEnvelope): z.output<T> {
-  const parsed = schema.safeParse(event.data);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new InvalidEventError(`${event.type} ${event.id}: data.${issue.path.join(".")}: ${issue.message}`);
-  }
-  return parsed.data;
-}
-
-const relayMessageReceived: EventHandler = (event) => {
-  const data = parseData(RelayMessageData, event);
-  return {
+const relayMessageReceived: EventHandler<typeof EventType.RelayMessageReceived> = ({ data }) => [
+  {
     recipientActorId: data.recipientActorId,
+    kind: "relay_message",
     sourceKey: `relay_message:${data.relayMessageId}`,
-    subject: "Someone sent a message about your lost animal",
+    subject: data.foundReportId
+      ? "Someone sent a message about the animal you found"
+      : data.lostReportId
+        ? "Someone sent a message about your lost animal"
+        : "Someone sent a message from your animal's tag",
     // fromContact is whatever the sender typed; the text says so, because we never verified it.
-    body: `${data.message}\n\nReply to (given by the sender, not verified): ${data.fromContact}`,
-  };
+    body:
+      `${data.message}\n\nReply to (given by the sender, not verified): ${data.fromContact}` +
+      (data.location ? `\nThe sender shared their location: ${near(data.location)}.` : ""),
+    data: ids({
+      lostReportId: data.lostReportId,
+      foundReportId: data.foundReportId,
+      animalId: data.animalId,
+      relayMessageId: data.relayMessageId,
+    }),
+  },
+];
+
+/** A sighting on my lost report; an unlinked sighting, or one the reporter made on their own report, tells no one. */
+const sightingReported: EventHandler<typeof EventType.SightingReported> = ({ data }) =>
+  data.recipientActorId && data.lostReportId && data.recipientActorId !== data.reporterId
+    ? [
+        {
+          recipientActorId: data.recipientActorId,
+          kind: "sighting",
+          sourceKey: `sighting:${data.sightingId}`,
+          subject: "Someone saw an animal that may be yours",
+          body:
+            `A sighting was reported on your lost report, seen at ${data.seenAt} ` +
+            `near ${data.location.lat.toFixed(3)}, ${data.location.lon.toFixed(3)} (within about 1 km). ` +
+            "Open the report to see all sightings.",
+          data: ids({ lostReportId: data.lostReportId, sightingId: data.sightingId }),
+        },
+      ]
+    : [];
+
+const contentNames: Record<string, string> = {
+  lost_report: "lost report",
+  found_report: "found report",
+  sighting: "sighting",
+  relay_message: "message",
+  photo: "photo",
 };
+
+const contentModerated: EventHandler<typeof EventType.ContentModerated> = ({ data }) => [
+  {
+    recipientActorId: data.authorId,
+    kind: "content_moderated",
+    sourceKey: `moderation:${data.targetType}:${data.targetId}`,
+    subject: `Your ${contentNames[data.targetType] ?? "content"} was ${data.state} by a moderator`,
+    body:
+      data.state === "quarantined"
+        ? "A moderator has hidden it from public view while it is reviewed. You can still see it yourself."
+        : "A moderator has removed it from public view because it broke the rules. You can still see it yourself.",
+    data: ids({
+      targetType: data.targetType,
+      targetId: data.targetId,
+      ...(data.targetType === "lost_report" ? { lostReportId: data.targetId } : {}),
+      ...(data.targetType === "found_report" ? { foundReportId: data.targetId } : {}),
+      ...(data.targetType === "sighting" ? { sightingId: data.targetId } : {}),
+      ...(data.targetType === "photo" ? { photoId: data.targetId } : {}),
+    }),
+  },
+];
+
+/** A view of the animal's tag page (the throttle of one per tag per 10 minutes is the API's). */
+const tagScanned: EventHandler<typeof EventType.TagScanned> = ({ data }) => [
+  {
+    recipientActorId: data.recipientActorId,
+    kind: "tag_scanned",
+    sourceKey: `tag_scanned:${data.scanId}`,
+    subject: `${data.animalName}'s tag was scanned`,
+    body:
+      `Someone opened the page of ${data.animalName}'s tag at ${data.scannedAt}` +
+      (data.location ? `, ${near(data.location)}.` : ".") +
+      " If they send a message, you will get it here. If your animal is missing, report it lost so the page says so.",
+    data: ids({ animalId: data.animalId, scanId: data.scanId }),
+  },
+];
+
+const reportNames = { lost: "lost report", found: "found report" } as const;
+
+/** The lifetime job's reminder, a few days before an open report closes on its own. */
+const reportExpiring: EventHandler<typeof EventType.ReportExpiring> = ({ data }) => {
+  const what = reportNames[data.reportKind];
+  const about = data.animalName ? ` for ${data.animalName}` : "";
+  const path = data.reportKind === "lost" ? "lost-reports" : "found-reports";
+  return [
+    {
+      recipientActorId: data.reporterId,
+      kind: "report_expiring",
+      // One reminder per expiry: a renewal's later expiry is a new one.
+      sourceKey: `report_expiring:${data.reportId}:${data.expiresAt}`,
+      subject: `Your ${what}${about} expires soon`,
+      body:
+        `Your ${what}${about} closes on its own at ${data.expiresAt} and then leaves alerts and matching. ` +
+        `If you still need it, renew it (POST /v1/safety/${path}/${data.reportId}/renew).`,
+      data: ids(data.reportKind === "lost" ? { lostReportId: data.reportId } : { foundReportId: data.reportId }),
+    },
+  ];
+};
+
+const accountSuspended: EventHandler<typeof EventType.AccountSuspended> = ({ id, data }) => [
+  {
+    recipientActorId: data.userId,
+    kind: "account_suspended",
+    sourceKey: `account_suspended:${id}`,
+    subject: "Your account has been suspended",
+    body:
+      `Your account was suspended (reason: ${data.reasonCode})` +
+      (data.expiresAt ? ` until ${data.expiresAt}.` : " until a moderator restores it.") +
+      " While it is suspended the service refuses your requests.",
+    data: {},
+  },
+];
+
+const matchIds = (data: { matchId: string; lostReportId: string; kind: string; targetId: string }) =>
+  ids({
+    matchId: data.matchId,
+    lostReportId: data.lostReportId,
+    [data.kind === "sighting" ? "sightingId" : "foundReportId"]: data.targetId,
+  });
+
+/** A new suggestion tells the lost report's owner and, for a found report, its finder; never someone about their own report. */
+const matchSuggested: EventHandler<typeof EventType.MatchSuggested> = ({ data }) => {
+  if (data.lostReporterId === data.targetReporterId) return [];
+  const sourceKey = `match:${data.matchId}`;
+  const owner: NotificationDraft = {
+    recipientActorId: data.lostReporterId,
+    kind: "match",
+    sourceKey,
+    subject: data.kind === "sighting" ? "A sighting may be your animal" : "A found animal may be yours",
+    body:
+      `The service matched your lost report with a ${data.kind === "sighting" ? "sighting" : "found report"} ` +
+      `(score ${Math.round(data.score * 100)} %). Open your report's matches to see why, then confirm or dismiss it.`,
+    data: matchIds(data),
+  };
+  if (data.kind === "sighting") return [owner];
+  const finder: NotificationDraft = {
+    recipientActorId: data.targetReporterId,
+    kind: "match",
+    sourceKey,
+    subject: "The animal you found may have an owner looking for it",
+    body: "A lost report may match the animal you found. Open your found report's matches; its owner has been told too.",
+    data: matchIds(data),
+  };
+  return [owner, finder];
+};
+
+/** Confirming tells the finder (or the neighbour whose sighting it was). */
+const matchConfirmed: EventHandler<typeof EventType.MatchConfirmed> = ({ data }) =>
+  data.lostReporterId === data.targetReporterId
+    ? []
+    : [
+        {
+          recipientActorId: data.targetReporterId,
+          kind: "match",
+          sourceKey: `match:${data.matchId}:confirmed`,
+          subject: "The owner confirmed: it is their animal",
+          body:
+            data.kind === "sighting"
+              ? "The owner confirmed that your sighting was their animal. Thank you for looking out."
+              : "The owner confirmed that the animal you found is theirs. They can reach you through the message relay.",
+          data: matchIds(data),
+        },
+      ];
 
 /**
  * Every event type the notifier turns into notifications. The consumer's
@@ -53,8 +202,27 @@ const relayMessageReceived: EventHandler = (event) => {
  */
 export const notificationHandlers: HandlerRegistry = {
   [EventType.RelayMessageReceived]: relayMessageReceived,
+  [EventType.SightingReported]: sightingReported,
+  [EventType.ContentModerated]: contentModerated,
+  [EventType.AccountSuspended]: accountSuspended,
+  [EventType.MatchSuggested]: matchSuggested,
+  [EventType.MatchConfirmed]: matchConfirmed,
+  [EventType.TagScanned]: tagScanned,
+  [EventType.ReportExpiring]: reportExpiring,
 };
 
 export function handledSubjects(registry: HandlerRegistry): string[] {
   return Object.keys(registry).sort();
+}
+
+/**
+ * The drafts for one raw event, or null when no handler takes its type. The
+ * data is parsed with the catalogue's schema first: InvalidEventError
+ * (lib/events.ts) when it does not fit, so the message can never succeed.
+ */
+export function draftNotifications(registry: HandlerRegistry, event: { id: string; type: string; occurredAt: string; data: unknown }): NotificationDraft[] | null {
+  const handler = registry[event.type as EventType] as EventHandler<EventType> | undefined;
+  if (!handler) return null;
+  const type = event.type as EventType;
+  return handler({ id: event.id, type, occurredAt: event.occurredAt, data: parseEventData(type, event.data, event.id) });
 }

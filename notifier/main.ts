@@ -6,13 +6,16 @@ import { startHealthServer } from "../lib/health.js";
 import { exitFatal } from "../lib/logger.js";
 import { createMetricsRegistry, registerMetricsRoute } from "../lib/metrics.js";
 import { installShutdown } from "../lib/shutdown.js";
+import { createObjectStorage } from "../lib/storage/index.js";
 import { startWorker } from "../lib/worker.js";
-import { makeNotificationDeliverTask, NOTIFICATION_DELIVER_TASK } from "../jobs/notification_deliver.js";
 import { NotificationConsumer } from "./consumer.js";
 import { buildDeliverers } from "./deliverers/index.js";
 import { notificationHandlers } from "./handlers.js";
 import { createNotifierMetrics } from "./metrics.js";
+import { startPhotoWorker } from "./photos/worker.js";
+import { eventReactions } from "./reactions.js";
 import { requeueStalledDeliveries } from "./store.js";
+import { NOTIFIER_CRONTAB, notifierTasks } from "./tasks.js";
 
 /** A delivery untouched this long lost its worker (deliveries touch the row every few seconds). */
 const STALLED_AFTER_SECONDS = 120;
@@ -31,7 +34,7 @@ let nc;
 let consumer;
 try {
   nc = await connectBus(config.NATS_URL, "notifier", logger);
-  await ensureStream(nc, config.NATS_STREAM);
+  await ensureStream(nc, config.NATS_STREAM, { replicas: config.NATS_REPLICAS });
   consumer = new NotificationConsumer({
     nc,
     pool,
@@ -39,6 +42,7 @@ try {
     stream: config.NATS_STREAM,
     name: config.NOTIFIER_CONSUMER_NAME,
     registry: notificationHandlers,
+    reactions: eventReactions,
     concurrency: config.NOTIFIER_CONSUME_CONCURRENCY,
     ackWaitMs: config.NOTIFIER_ACK_WAIT_MS,
   });
@@ -61,10 +65,15 @@ const runner = await orExit(logger, "notifier: database", () =>
   startWorker({
     pool,
     logger,
-    taskList: { [NOTIFICATION_DELIVER_TASK]: makeNotificationDeliverTask({ pool, deliverers, logger, metrics }) },
+    taskList: notifierTasks({ pool, deliverers, logger, metrics }),
+    crontab: NOTIFIER_CRONTAB,
     concurrency: config.NOTIFIER_WORKER_CONCURRENCY,
     localQueueSize: config.NOTIFIER_WORKER_CONCURRENCY * 4,
   }),
+);
+const storage = createObjectStorage(config);
+const photoRunner = await orExit(logger, "notifier: database", () =>
+  startPhotoWorker({ pool, storage, logger }, config.NOTIFIER_PHOTO_CONCURRENCY),
 );
 consumer.start();
 
@@ -91,6 +100,7 @@ logger.info(
     filter: consumer.filter,
     server: nc.info?.version,
     channels: Object.keys(deliverers),
+    photoStorage: storage.kind,
   },
   "notifier: started",
 );
@@ -99,8 +109,10 @@ installShutdown(logger, [
   { name: "stop consuming", run: () => consumer.stop() },
   { name: "stop stall sweep", run: () => clearInterval(stallSweep) },
   { name: "stop worker", run: () => runner.stop() },
+  { name: "stop photo worker", run: () => photoRunner.stop() },
   { name: "close health server", run: () => health.close() },
   { name: "close deliverers", run: () => Object.values(deliverers).forEach((d) => d.close?.()) },
   { name: "drain bus", run: () => nc.drain() },
+  { name: "close photo storage", run: () => storage.close() },
   { name: "end pool", run: () => pool.end() },
 ]);

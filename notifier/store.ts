@@ -1,28 +1,30 @@
 import type { Queryable } from "../lib/db.js";
 import type { EventType } from "../lib/events.js";
+import { enqueueDelivery, type Channel, type NotificationKind, type NotificationStatus } from "../lib/notifications.js";
 import type { NotificationDraft } from "./handlers.js";
+import type { QueuedJob } from "./queued-job.js";
 
-/** Notification SQL shared by the consumer, the delivery job and the admin replay. */
+/** Notification SQL of the notifier: the consumer's inserts, the delivery job's reads and writes, the stall sweep. */
 
-export type Channel = "email" | "in_app";
-export type NotificationStatus = "pending" | "sent" | "failed" | "dead_letter";
+/** Who gets email, and for which kinds: null kinds means every kind (contract, part 2). */
+export interface EmailPreference {
+  email: string | null;
+  emailKinds: NotificationKind[] | null;
+}
 
-export const NOTIFICATION_DELIVER_TASK = "notification_deliver";
-/**
- * graphile-worker attempts of the delivery job. Delivery retries happen inside
- * the job; these only cover the job itself failing (Postgres unreachable).
- */
-export const DELIVER_JOB_MAX_ATTEMPTS = 5;
-
-/** Each recipient's preferred channel; email for those who never chose one (contract). */
-export async function preferredChannels(client: Queryable, actorIds: string[]): Promise<Map<string, Channel>> {
-  const { rows } = await client.query<{ actorId: string; channel: Channel }>(
-    `select actor_id as "actorId", channel from notification_preference where actor_id = any($1::text[])`,
+export async function emailPreferences(client: Queryable, actorIds: string[]): Promise<Map<string, EmailPreference>> {
+  const { rows } = await client.query<EmailPreference & { actorId: string }>(
+    `select actor_id as "actorId", email, email_kinds as "emailKinds"
+     from notification_preference where actor_id = any($1::text[])`,
     [actorIds],
   );
-  const channels = new Map<string, Channel>(actorIds.map((id) => [id, "email"]));
-  for (const row of rows) channels.set(row.actorId, row.channel);
-  return channels;
+  return new Map(rows.map(({ actorId, ...preference }) => [actorId, preference]));
+}
+
+/** in_app always; email as well when the recipient set an address and wants this kind by email. */
+export function channelsFor(kind: NotificationKind, preference: EmailPreference | undefined): Channel[] {
+  const email = preference?.email && (preference.emailKinds === null || preference.emailKinds.includes(kind));
+  return email ? ["in_app", "email"] : ["in_app"];
 }
 
 export interface NewNotification extends NotificationDraft {
@@ -32,9 +34,9 @@ export interface NewNotification extends NotificationDraft {
 }
 
 /**
- * Inserts the notifications whose event has none yet, in one statement;
- * returns the new ids by source event. Events that already have one are
- * left out of the result (redelivery, a second notifier).
+ * Inserts the notifications that do not exist yet, in one statement; the
+ * unique (source event, recipient, channel) leaves out the ones a redelivery
+ * or a second notifier already wrote. Returns the new ids by source event.
  */
 export async function insertNotifications(
   client: Queryable,
@@ -42,9 +44,9 @@ export async function insertNotifications(
 ): Promise<Array<{ id: string; sourceEventId: string }>> {
   if (batch.length === 0) return [];
   const { rows } = await client.query<{ id: string; sourceEventId: string }>(
-    `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, subject, body)
-     select * from unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[])
-     on conflict (source_event_id) do nothing
+    `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data)
+     select * from unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])
+     on conflict (source_event_id, recipient_actor_id, channel) do nothing
      returning id, source_event_id as "sourceEventId"`,
     [
       batch.map((n) => n.recipientActorId),
@@ -52,35 +54,18 @@ export async function insertNotifications(
       batch.map((n) => n.sourceEventId),
       batch.map((n) => n.sourceKey),
       batch.map((n) => n.eventType),
+      batch.map((n) => n.kind),
       batch.map((n) => n.subject),
       batch.map((n) => n.body),
+      batch.map((n) => JSON.stringify(n.data)),
     ],
   );
   return rows;
 }
 
-/** Inserts one notification unless one exists for its event; returns the new id, or null. */
+/** Inserts one notification unless it exists; returns the new id, or null. */
 export async function insertNotification(client: Queryable, n: NewNotification): Promise<string | null> {
   return (await insertNotifications(client, [n]))[0]?.id ?? null;
-}
-
-/**
- * Queues delivery jobs in the caller's transaction, one add_jobs call for the
- * lot. The job key makes a second enqueue of a waiting job replace it rather
- * than add another; a job held by a worker that died is superseded.
- */
-export async function enqueueDeliveries(client: Queryable, notificationIds: string[]): Promise<void> {
-  if (notificationIds.length === 0) return;
-  await client.query(
-    `select from graphile_worker.add_jobs(
-       array(select ($1::text, json_build_object('notificationId', id), null, null, $2::smallint, $1::text || ':' || id, null, null)::graphile_worker.job_spec
-             from unnest($3::uuid[]) as id))`,
-    [NOTIFICATION_DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS, notificationIds],
-  );
-}
-
-export async function enqueueDelivery(client: Queryable, notificationId: string): Promise<void> {
-  await enqueueDeliveries(client, [notificationId]);
 }
 
 export interface DeliverableNotification {
@@ -91,8 +76,11 @@ export interface DeliverableNotification {
   attempts: number;
   /** Attempts already made in this round (since creation or the last replay). */
   roundAttempts: number;
+  kind: NotificationKind;
   subject: string;
   body: string;
+  /** The ids to follow; the email deliverer builds an alert's unsubscribe link from them. */
+  data: Record<string, string>;
   /** The event it came from, logged so one event can be followed across the three processes. */
   sourceEventId: string | null;
   /** The recipient's address, read at delivery time so a corrected address applies to a replay. */
@@ -102,7 +90,7 @@ export interface DeliverableNotification {
 export async function loadForDelivery(client: Queryable, id: string): Promise<DeliverableNotification | null> {
   const { rows } = await client.query<DeliverableNotification>(
     `select n.id, n.recipient_actor_id as "recipientActorId", n.channel, n.status, n.attempts,
-       n.round_attempts as "roundAttempts", n.subject, n.body, n.source_event_id as "sourceEventId", p.email
+       n.round_attempts as "roundAttempts", n.kind, n.subject, n.body, n.data, n.source_event_id as "sourceEventId", p.email
      from notification n
      left join notification_preference p on p.actor_id = n.recipient_actor_id
      where n.id = $1::uuid`,
@@ -153,28 +141,17 @@ export async function requeueStalledDeliveries(client: Queryable, olderThanSecon
   return rows.map((r) => r.id);
 }
 
-/** Key of the session advisory lock a delivery holds, so one notification never has two deliveries at once. */
-export function deliveryLockKey(notificationId: string): string {
-  return `${NOTIFICATION_DELIVER_TASK}:${notificationId}`;
-}
-
-export async function tryLockDelivery(client: Queryable, notificationId: string): Promise<boolean> {
-  const { rows } = await client.query<{ locked: boolean }>(
-    `select pg_try_advisory_lock(hashtextextended($1::text, 0)) as locked`,
-    [deliveryLockKey(notificationId)],
+/** Queues the jobs events started, in the caller's transaction, one add_jobs call for the lot. */
+export async function queueJobs(client: Queryable, queued: QueuedJob[]): Promise<void> {
+  // One job per key, the last (newest event) winning: add_jobs refuses a key twice in one call
+  // ("ON CONFLICT DO UPDATE command cannot affect row a second time"), which failed the whole
+  // batch, for ever, when two events about one report (two PATCHes) arrived together.
+  const jobs = [...new Map(queued.map((job) => [job.jobKey, job])).values()];
+  if (jobs.length === 0) return;
+  await client.query(
+    `select from graphile_worker.add_jobs(
+       array(select (task, payload, null, null, max_attempts, job_key, null, null)::graphile_worker.job_spec
+             from unnest($1::text[], $2::json[], $3::smallint[], $4::text[]) as j(task, payload, max_attempts, job_key)))`,
+    [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.maxAttempts ?? 25), jobs.map((j) => j.jobKey)],
   );
-  return rows[0]!.locked;
-}
-
-export async function unlockDelivery(client: Queryable, notificationId: string): Promise<void> {
-  await client.query(`select pg_advisory_unlock(hashtextextended($1::text, 0))`, [deliveryLockKey(notificationId)]);
-}
-
-/** For the replay transaction: false while a delivery of this notification is running. */
-export async function tryLockDeliveryInTransaction(client: Queryable, notificationId: string): Promise<boolean> {
-  const { rows } = await client.query<{ locked: boolean }>(
-    `select pg_try_advisory_xact_lock(hashtextextended($1::text, 0)) as locked`,
-    [deliveryLockKey(notificationId)],
-  );
-  return rows[0]!.locked;
 }

@@ -6,16 +6,19 @@ import { startHealthServer } from "../lib/health.js";
 import { createMetricsRegistry, registerMetricsRoute } from "../lib/metrics.js";
 import { installShutdown } from "../lib/shutdown.js";
 import { startWorker } from "../lib/worker.js";
-import { MAINTENANCE_CRONTAB, MAINTENANCE_PRUNE_TASK, makeMaintenancePruneTask } from "../jobs/maintenance__prune.js";
-import { makeOutboxRelayTask, OUTBOX_RELAY_TASK } from "../jobs/outbox_relay.js";
+import { MAINTENANCE_CRONTAB, MAINTENANCE_PRUNE_TASK, maintenancePruneTask } from "../jobs/maintenance-prune.js";
+import { OUTBOX_RELAY_TASK, outboxRelayTask } from "../jobs/outbox-relay.js";
+import { REPORT_LIFETIME_CRONTAB, REPORT_LIFETIME_TASK, reportLifetimeTask } from "../jobs/report-lifetime.js";
+import { pruneMaintenance } from "./maintenance.js";
 import { createRelayMetrics } from "./metrics.js";
-import { OutboxRelay } from "./outboxRelay.js";
+import { OutboxRelay } from "./outbox-relay.js";
+import { runReportLifetime } from "./report-lifetime.js";
 
 const { config, logger } = loadConfigOrExit("relay", loadRelayConfig);
 
 const nc = await orExit(logger, "relay: connect", async () => {
   const connected = await connectBus(config.NATS_URL, "relay", logger);
-  await ensureStream(connected, config.NATS_STREAM);
+  await ensureStream(connected, config.NATS_STREAM, { replicas: config.NATS_REPLICAS });
   return connected;
 });
 
@@ -43,10 +46,11 @@ const runner = await orExit(logger, "relay: database", () =>
     pool,
     logger,
     taskList: {
-      [OUTBOX_RELAY_TASK]: makeOutboxRelayTask(relay),
-      [MAINTENANCE_PRUNE_TASK]: makeMaintenancePruneTask(config.OUTBOX_RETENTION_DAYS),
+      [OUTBOX_RELAY_TASK]: outboxRelayTask(() => relay.drain()),
+      [MAINTENANCE_PRUNE_TASK]: maintenancePruneTask(() => pruneMaintenance(pool, config.OUTBOX_RETENTION_DAYS)),
+      [REPORT_LIFETIME_TASK]: reportLifetimeTask(() => runReportLifetime(pool, { ttlDays: config.REPORT_TTL_DAYS })),
     },
-    crontab: MAINTENANCE_CRONTAB,
+    crontab: [MAINTENANCE_CRONTAB, REPORT_LIFETIME_CRONTAB].join("\n"),
     concurrency: 2,
   }),
 );

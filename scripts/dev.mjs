@@ -1,35 +1,83 @@
 #!/usr/bin/env node
-// `npm run dev`: creates the development database if it is missing, applies
-// migrations (the same `api migrate up` step production runs), then runs the
-// API, the relay and the notifier with development settings and readable logs.
+// `npm run dev`: finds or starts Postgres and NATS (scripts/services.mjs), creates
+// the development database if it is missing, applies migrations (the same
+// `api migrate up` step production runs), then runs the API, the relay and the
+// notifier with development settings and readable logs. On exit it stops the
+// processes, then whatever it started for them.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import pg from "pg";
+import { bringUp, DEFAULT_NATS_URL, defaultDatabaseUrl, ServicesError } from "./services.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");
 const env = {
   API_ENV: "development",
   API_DEV_AUTH_BYPASS: "true",
-  DATABASE_URL: "postgres://postgres@127.0.0.1:5432/animal_safety",
-  NATS_URL: "nats://127.0.0.1:4222",
+  DATABASE_URL: defaultDatabaseUrl("animal_safety"),
+  NATS_URL: DEFAULT_NATS_URL,
   LOG_PRETTY: "true",
   LOG_LEVEL: "info",
   ...process.env,
 };
 
-const target = new URL(env.DATABASE_URL);
-const database = target.pathname.slice(1);
-const maintenance = new URL(env.DATABASE_URL);
-maintenance.pathname = "/postgres";
-const admin = new pg.Client({ connectionString: maintenance.toString() });
-await admin.connect();
-const exists = await admin.query("select 1 from pg_database where datname = $1", [database]);
-if (exists.rowCount === 0) {
-  console.log(`dev: creating database ${database}`);
-  await admin.query(`create database "${database.replaceAll('"', '""')}"`);
+// An exported DATABASE_URL is honoured, but never one naming a database the
+// server itself needs: dev would migrate it and fill it with development rows.
+const database = decodeURIComponent(new URL(env.DATABASE_URL).pathname.slice(1));
+if (["", "postgres", "template0", "template1"].includes(database)) {
+  const named = database === "" ? "no database" : `the server's own "${database}" database`;
+  console.error(
+    `dev: DATABASE_URL names ${named}, which npm run dev would migrate and fill with development data: name a database of its own, or unset DATABASE_URL to use ${defaultDatabaseUrl("animal_safety")}`,
+  );
+  process.exit(1);
 }
-await admin.end();
+
+let services;
+try {
+  services = await bringUp({
+    who: "dev",
+    databaseUrl: env.DATABASE_URL,
+    natsUrl: env.NATS_URL,
+    // DEV_DATA_DIR moves the private cluster elsewhere (the tests of this script do).
+    stateDir: env.DEV_DATA_DIR ?? path.join(root, ".data", "dev"),
+    keepState: true,
+    log: (line) => console.log(line),
+  });
+} catch (err) {
+  console.error(err instanceof ServicesError ? err.message : `dev: ${err.message}`);
+  process.exit(1);
+}
+env.DATABASE_URL = services.databaseUrl;
+env.NATS_URL = services.natsUrl;
+
+async function exit(code) {
+  try {
+    await services.stop();
+    if (services.how === "local") console.log("dev: stopped the services it started");
+  } catch (err) {
+    console.error(`dev: stopping services: ${err.message}`);
+  }
+  process.exit(code);
+}
+
+try {
+  const maintenance = new URL(env.DATABASE_URL);
+  maintenance.pathname = "/postgres";
+  const admin = new pg.Client({ connectionString: maintenance.toString() });
+  await admin.connect();
+  try {
+    const exists = await admin.query("select 1 from pg_database where datname = $1", [database]);
+    if (exists.rowCount === 0) {
+      console.log(`dev: creating database ${database}`);
+      await admin.query(`create database "${database.replaceAll('"', '""')}"`);
+    }
+  } finally {
+    await admin.end();
+  }
+} catch (err) {
+  console.error(`dev: could not prepare database ${database}: ${err.message}`);
+  await exit(1);
+}
 
 // The admin console at /admin is a Vite bundle: build it once if it is missing.
 if (!existsSync(path.join(root, "admin-ui/dist/index.html"))) {
@@ -41,25 +89,32 @@ if (!existsSync(path.join(root, "admin-ui/dist/index.html"))) {
 }
 
 const migrate = spawnSync(process.execPath, [path.join(root, "bin/api"), "migrate", "up"], { env, stdio: "inherit" });
-if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+if (migrate.status !== 0) await exit(migrate.status ?? 1);
 
+// Each in its own process group: a Ctrl-C reaches only this script, which
+// sends one SIGTERM, so each process shuts down gracefully rather than taking
+// the terminal's signal and ours as a second, "exit now" one.
 const children = ["api", "relay", "notifier"].map((name) =>
-  spawn(process.execPath, ["--import", "tsx", path.join(root, name, "main.ts")], { env, stdio: "inherit" }),
+  spawn(process.execPath, ["--import", "tsx", path.join(root, name, "main.ts")], { env, stdio: "inherit", detached: true }),
 );
 let stopping = false;
+let exitCode = 0;
 const stop = (signal) => {
   if (stopping) return;
   stopping = true;
-  for (const child of children) child.kill(signal);
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
 };
 process.on("SIGINT", () => stop("SIGTERM"));
 process.on("SIGTERM", () => stop("SIGTERM"));
+let running = children.length;
 for (const child of children) {
   child.on("exit", (code) => {
     if (!stopping) {
       console.error(`dev: a process exited with ${code}; stopping the others`);
+      exitCode = code || 1;
       stop("SIGTERM");
-      process.exitCode = code ?? 1;
     }
+    // The services go last, once nothing uses them.
+    if (--running === 0) void exit(exitCode);
   });
 }

@@ -9,7 +9,7 @@
  */
 import { AuditAction, AuditObject, writeAuditEvent } from "../lib/audit.js";
 import { EventType } from "../lib/events.js";
-import { insertOutboxEvent } from "../lib/outbox.js";
+import { recordEvent } from "../lib/outbox.js";
 import { parseTaskArgs, print, required, withTaskClient } from "./lib.js";
 
 const usage = "cancel-lost-report --report <uuid> --ticket <id> --operator <id> [--execute]";
@@ -50,7 +50,7 @@ const outcome = await withTaskClient(async (client) => {
       objectId: reportId,
       metadata: { ticketId: ticket, previousStatus: report.status },
     });
-    await insertOutboxEvent(client, EventType.LostReportCancelled, { reportId, previousStatus: report.status });
+    await recordEvent(client, EventType.LostReportCancelled, { reportId, previousStatus: report.status });
     await client.query("commit");
     return { ok: true, dryRun: false, changed: { reportId, from: report.status, to: "cancelled" }, ticket };
   } finally {

@@ -10,8 +10,8 @@ let bus: TestBus;
 let api: TestApi;
 const routes: RouteOptions[] = [];
 
-// Operational endpoints that are deliberately not part of the API document.
-const UNDOCUMENTED = /^\/(healthz|readyz|metrics|openapi\.json|docs|admin)(\/|$)/;
+// Operational endpoints and pages (the console, the tag page) that are deliberately not part of the API document.
+const UNDOCUMENTED = /^\/(healthz|readyz|metrics|openapi\.json|docs|admin|t)(\/|$)/;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -80,7 +80,9 @@ describe("GET /openapi.json serves an OpenAPI 3.1 document generated from the ro
         continue;
       }
       const schema = (route.schema ?? {}) as Record<string, unknown>;
-      if (schema.body && !op.requestBody?.content["application/json"]?.schema) missing.push(`${method} ${url}: request body`);
+      // A photo upload documents its form under multipart/form-data (schema.consumes); every other body is JSON.
+      const bodyType = (schema.consumes as string[] | undefined)?.[0] ?? "application/json";
+      if (schema.body && !op.requestBody?.content[bodyType]?.schema) missing.push(`${method} ${url}: request body`);
       for (const param of url.match(/:([A-Za-z0-9_]+)/g) ?? []) {
         if (!op.parameters?.some((p) => p.in === "path" && p.name === param.slice(1))) missing.push(`${method} ${url}: path param ${param}`);
       }
@@ -103,7 +105,10 @@ describe("GET /openapi.json serves an OpenAPI 3.1 document generated from the ro
       const responses = (schema.response ?? {}) as Record<string, unknown>;
       if (Object.keys(responses).length === 0) notZod.push(`${method} ${url}: no response schema`);
       for (const [code, value] of Object.entries(responses)) {
-        if (!isZod(value)) notZod.push(`${method} ${url} response ${code}`);
+        // A binary response (a photo variant) gives a zod schema per content type.
+        const content = (value as { content?: Record<string, { schema: unknown }> }).content;
+        const zod = content ? Object.values(content).every((c) => isZod(c.schema)) : isZod(value);
+        if (!zod) notZod.push(`${method} ${url} response ${code}`);
       }
     }
     expect(notZod).toEqual([]);
@@ -121,6 +126,21 @@ describe("GET /openapi.json serves an OpenAPI 3.1 document generated from the ro
     const relay = doc.components.schemas[ref.split("/").at(-1)!] as { properties: Record<string, Record<string, unknown>> };
     expect(relay.properties.message).toMatchObject({ minLength: 1, maxLength: 2000 });
     expect(relay.properties.fromContact).toMatchObject({ minLength: 1, maxLength: 200 });
+  });
+});
+
+describe("the photo routes' documentation", () => {
+  it("documents the upload as multipart/form-data with a binary part photo, and the variant as image/webp", async () => {
+    const doc = await openapi();
+    const upload = doc.paths["/v1/safety/lost-reports/{id}/photos"]!.post!;
+    expect(Object.keys(upload.requestBody!.content)).toEqual(["multipart/form-data"]);
+    const ref = (upload.requestBody!.content["multipart/form-data"]!.schema as { $ref: string }).$ref;
+    const form = doc.components.schemas[ref.split("/").at(-1)!] as { properties: Record<string, Record<string, unknown>>; required: string[] };
+    expect(form.properties.photo).toMatchObject({ type: "string", format: "binary" });
+    expect(form.required).toEqual(["photo"]);
+    expect(Object.keys(upload.responses)).toEqual(expect.arrayContaining(["202", "413", "415", "422", "409", "403", "404"]));
+    const variant = doc.paths["/v1/photos/{photoId}/{variant}"]!.get! as unknown as { responses: Record<string, { content?: Record<string, unknown> }> };
+    expect(Object.keys(variant.responses["200"]!.content!)).toEqual(["image/webp"]);
   });
 });
 

@@ -1,3 +1,4 @@
+import type { Channel, NotificationStatus, ReasonCategory } from "../../lib/notifications";
 /**
  * The console's only way to the service: the public HTTP API of the contract
  * (/v1/admin/..., same origin), with the signed-in credential on every call.
@@ -96,12 +97,34 @@ export async function call<T>(credential: Credential, method: "GET" | "POST", pa
   return (await response.json()) as T;
 }
 
+/**
+ * An image the API serves (a photo variant), fetched with the credential and
+ * returned as a data: URL: an <img src> cannot send the credential, and the
+ * console's content security policy allows images from 'self' and data: only.
+ */
+export async function fetchImage(credential: Credential, path: string): Promise<string> {
+  let response: Response;
+  try {
+    response = await fetch(path, { headers: { accept: "image/webp", ...authHeaders(credential) } });
+  } catch (err) {
+    throw new ApiError({ type: "", title: "Network error", status: 0, detail: (err as Error).message });
+  }
+  if (!response.ok) throw new ApiError(await problemOf(response));
+  const blob = await response.blob();
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result as string);
+    reader.onerror = () => reject(new ApiError({ type: "", title: "Read error", status: 0, detail: "the image could not be read" }));
+    reader.readAsDataURL(blob);
+  });
+}
+
 // Response shapes of the contract's admin API, as the console reads them.
 
 export interface ModerationItem {
   id: string;
   reporterId: string;
-  targetType: "lost_report" | "found_report" | "sighting" | "relay_message";
+  targetType: "lost_report" | "found_report" | "sighting" | "relay_message" | "photo";
   targetId: string;
   reason: string;
   details: string | null;
@@ -137,11 +160,11 @@ export const REQUEUE_CAP = 5;
 export interface NotificationFailure {
   id: string;
   recipientActorId: string;
-  channel: "email" | "in_app";
-  status: "failed" | "dead_letter" | "pending" | "sent";
+  channel: Channel;
+  status: NotificationStatus;
   attempts: number;
   lastError: string | null;
-  reasonCategory: "transient" | "permanent";
+  reasonCategory: ReasonCategory;
   sourceEventId: string | null;
   createdAt: string;
   updatedAt: string;

@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../app.js";
+import type { AppDeps } from "../deps.js";
 import { adminAccountRoutes } from "./accounts/routes.js";
+import { adminAlertRoutes } from "./alerts/routes.js";
 import { adminAuditRoutes } from "./audit/routes.js";
 import { adminEmergencyRoutes } from "./emergency/routes.js";
 import { adminModerationRoutes } from "./moderation/routes.js";
+import { adminNotificationRoutes } from "./notifications/routes.js";
 import { adminOutboxRoutes } from "./outbox/routes.js";
 
 /**
@@ -12,8 +14,10 @@ import { adminOutboxRoutes } from "./outbox/routes.js";
  */
 export const adminRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   await app.register(adminAccountRoutes, deps);
+  await app.register(adminAlertRoutes, deps);
   await app.register(adminAuditRoutes, deps);
   await app.register(adminEmergencyRoutes, deps);
   await app.register(adminModerationRoutes, deps);
+  await app.register(adminNotificationRoutes, deps);
   await app.register(adminOutboxRoutes, deps);
 };

@@ -1,11 +1,13 @@
-import { createHash, randomBytes } from "node:crypto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { withTransaction } from "../../lib/db.js";
 import { problems } from "../../lib/problems.js";
-import type { AppDeps } from "../app.js";
+import type { AppDeps } from "../deps.js";
 import { requireActor } from "../plugins/auth.js";
 import { problemResponses } from "../plugins/openapi.js";
+import { readyPhotos } from "../photos/store.js";
+import { photoViews } from "../photos/views.js";
 import { IdParams } from "../schemas.js";
+import { prefersHtml } from "../negotiate.js";
 import {
   Animal,
   AnimalCreated,
@@ -16,11 +18,8 @@ import {
   TokenParams,
 } from "./schemas.js";
 import * as store from "./store.js";
+import { hashToken, newToken, TOKEN_PATTERN } from "./token.js";
 
-/** 32 random bytes (256 bits) in base64url: always 43 characters. */
-const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-
-const hashToken = (token: string) => createHash("sha256").update(token, "utf8").digest();
 const opt = <T>(value: T | null): T | undefined => value ?? undefined;
 const iso = (value: string | Date) => new Date(value).toISOString();
 
@@ -76,6 +75,7 @@ export const emergencyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { poo
           issuedAt: iso(profile.issuedAt),
           revokedAt: profile.revokedAt === null ? null : iso(profile.revokedAt),
         },
+        photos: photoViews(await readyPhotos(pool, { animalId: animal.id }, { includeModerated: true }), config.API_PUBLIC_BASE_URL),
       };
     },
   );
@@ -98,7 +98,7 @@ export const emergencyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { poo
     },
     async (request, reply) => {
       const actor = requireActor(request);
-      const token = randomBytes(32).toString("base64url");
+      const token = newToken();
       await withTransaction(pool, async (client) => {
         const animal = await store.getAnimal(client, request.params.id);
         if (!animal) throw problems.notFound("animal");
@@ -120,13 +120,15 @@ export const emergencyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { poo
         summary: "Public emergency profile (QR link)",
         description:
           "No authentication. Unknown, replaced, revoked or malformed tokens all get the same 404. The animal's name " +
-          "is shown only when the owner chose showName. Responses are not cached or indexed.",
+          "is shown only when the owner chose showName. Responses are not cached or indexed. A browser (Accept " +
+          "preferring text/html) is sent with 303 to the tag page, /t/{token}, so a printed QR code opens a page.",
         params: TokenParams,
         response: { 200: PublicEmergencyProfile, ...problemResponses(404) },
       },
     },
     async (request, reply) => {
       const { token } = request.params;
+      if (prefersHtml(request.headers.accept)) return reply.redirect(`/t/${encodeURIComponent(token)}`, 303);
       const profile = TOKEN_PATTERN.test(token) ? await store.findProfileByTokenHash(pool, hashToken(token)) : null;
       reply.header("cache-control", "no-store").header("x-robots-tag", "noindex").header("referrer-policy", "no-referrer");
       if (!profile) throw problems.notFound("emergency profile");
@@ -137,6 +139,7 @@ export const emergencyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { poo
         colors: profile.colors,
         medicalNotes: opt(profile.medicalNotes),
         instructions: opt(profile.instructions),
+        photos: photoViews(await readyPhotos(pool, { animalId: profile.animalId }), config.API_PUBLIC_BASE_URL),
       };
     },
   );

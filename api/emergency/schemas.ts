@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Species } from "../schemas.js";
+import { PhotoList } from "../photos/schemas.js";
 import { text } from "../safety/schemas.js";
 
 export const RegisterAnimalBody = z
@@ -47,6 +48,7 @@ export const Animal = z
         revokedAt: z.string().nullable(),
       })
       .nullable(),
+    photos: PhotoList,
   })
   .meta({ id: "Animal" });
 
@@ -61,5 +63,6 @@ export const PublicEmergencyProfile = z
     colors: z.array(z.string()),
     medicalNotes: z.string().optional(),
     instructions: z.string().optional(),
+    photos: PhotoList,
   })
   .meta({ id: "PublicEmergencyProfile" });

@@ -66,6 +66,8 @@ export async function upsertEmergencyProfile(
 }
 
 export interface PublicProfileRow {
+  /** For the photo listing only; never shown. */
+  animalId: string;
   name: string | null;
   species: Species;
   breed: string | null;
@@ -77,7 +79,7 @@ export interface PublicProfileRow {
 /** The live (not revoked) profile behind a token hash. */
 export async function findProfileByTokenHash(client: Queryable, tokenHash: Buffer): Promise<PublicProfileRow | null> {
   const { rows } = await client.query<PublicProfileRow>(
-    `select case when p.show_name then a.name end as name, a.species, a.breed, a.colors,
+    `select a.id as "animalId", case when p.show_name then a.name end as name, a.species, a.breed, a.colors,
        p.medical_notes as "medicalNotes", p.instructions
      from emergency_profile p join animal a on a.id = p.animal_id
      where p.token_hash = $1::bytea and p.revoked_at is null`,

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { withTransaction } from "../../lib/db.js";
 import { problems } from "../../lib/problems.js";
-import type { AppDeps } from "../app.js";
+import type { AppDeps } from "../deps.js";
 import { requireActor } from "../plugins/auth.js";
 import { problemResponses } from "../plugins/openapi.js";
 import { CreateModerationReportBody, ModerationReportCreated } from "./schemas.js";

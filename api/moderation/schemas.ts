@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { MODERATION_TARGET_TYPES } from "../../lib/moderation.js";
 import { text } from "../safety/schemas.js";
 
-export const ModerationTargetType = z.enum(["lost_report", "found_report", "sighting", "relay_message"]);
+export const ModerationTargetType = z.enum(MODERATION_TARGET_TYPES);
 export type ModerationTargetType = z.output<typeof ModerationTargetType>;
 
 export const CreateModerationReportBody = z

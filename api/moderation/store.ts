@@ -7,6 +7,7 @@ const targetExistsSql: Record<ModerationTargetType, string> = {
   found_report: `select 1 from safety_found_report where id = $1::uuid`,
   sighting: `select 1 from safety_sighting where id = $1::uuid`,
   relay_message: `select 1 from safety_relay_message where id = $1::uuid`,
+  photo: `select 1 from photo where id = $1::uuid and status <> 'deleted'`,
 };
 
 export async function targetExists(client: Queryable, type: ModerationTargetType, id: string): Promise<boolean> {

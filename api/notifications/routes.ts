@@ -1,40 +1,13 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { AuditAction, AuditObject, writeAuditEvent } from "../../lib/audit.js";
 import { withTransaction } from "../../lib/db.js";
+import type { AppDeps } from "../deps.js";
+import { decodeTimeIdCursor, page, PageQuery, toPage } from "../pagination.js";
 import { problems } from "../../lib/problems.js";
-import { reasonCategory } from "../../notifier/reasons.js";
-import { enqueueDelivery, tryLockDeliveryInTransaction } from "../../notifier/store.js";
-import type { AppDeps } from "../app.js";
 import { requireActor } from "../plugins/auth.js";
-import { decodeCursor, encodeCursor, IdParams, page, PageQuery, Problem } from "../schemas.js";
-import {
-  FailuresQuery,
-  MyNotification,
-  NotificationFailure,
-  NotificationPreferences,
-  PutNotificationPreferencesBody,
-  ReplayResult,
-  TimeCursor,
-} from "./schemas.js";
-import {
-  findLaterSent,
-  getPreferences,
-  listFailures,
-  listMyNotifications,
-  lockNotification,
-  markPendingForReplay,
-  putPreferences,
-} from "./store.js";
-
-/** One page from limit+1 rows: the extra row only says that another page exists. */
-function toPage<R extends { id: string; cursorAt: string }, T>(rows: R[], limit: number, map: (row: R) => T) {
-  const items = rows.slice(0, limit);
-  const last = items.at(-1);
-  return {
-    items: items.map(map),
-    nextCursor: rows.length > limit && last ? encodeCursor({ at: last.cursorAt, id: last.id }) : null,
-  };
-}
+import { problemResponses } from "../plugins/openapi.js";
+import { IdParams } from "../schemas.js";
+import { MyNotification, NotificationPreferences, PutNotificationPreferencesBody, ReadResult } from "./schemas.js";
+import { getPreferences, listMyNotifications, markRead, putPreferences } from "./store.js";
 
 export const notificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool }) => {
   app.get(
@@ -53,17 +26,40 @@ export const notificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { 
     async (request) => {
       const actor = requireActor(request);
       const { limit, cursor } = request.query;
-      const rows = await listMyNotifications(pool, actor.id, limit + 1, decodeCursor(cursor, TimeCursor));
+      const rows = await listMyNotifications(pool, actor.id, limit + 1, decodeTimeIdCursor(cursor));
       return toPage(rows, limit, (r) => ({
         id: r.id,
         channel: r.channel,
         status: r.status,
+        kind: r.kind,
         subject: r.subject,
         body: r.body,
+        data: r.data,
         eventType: r.eventType,
         createdAt: r.createdAt.toISOString(),
         sentAt: r.sentAt?.toISOString() ?? null,
+        readAt: r.readAt?.toISOString() ?? null,
       }));
+    },
+  );
+
+  app.post(
+    "/v1/me/notifications/:id/read",
+    {
+      config: { auth: "actor" },
+      schema: {
+        tags: ["notifications"],
+        summary: "Mark one of my notifications read",
+        description: "Sets readAt (once; a second call keeps the first time). Another actor's notification is 404.",
+        params: IdParams,
+        response: { 200: ReadResult, ...problemResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request) => {
+      const actor = requireActor(request);
+      const read = await markRead(pool, actor.id, request.params.id);
+      if (!read) throw problems.notFound("notification");
+      return { id: request.params.id, readAt: read.readAt.toISOString() };
     },
   );
 
@@ -74,7 +70,8 @@ export const notificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { 
       schema: {
         tags: ["notifications"],
         summary: "Read my notification preferences",
-        description: "Someone who never chose gets the default: channel email, no address, updatedAt null.",
+        description:
+          "Someone who never chose gets the default: in_app only (no address), emailKinds null (every kind once an address is set), updatedAt null.",
         response: { 200: NotificationPreferences },
       },
     },
@@ -87,109 +84,20 @@ export const notificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { 
       config: { auth: "actor" },
       schema: {
         tags: ["notifications"],
-        summary: "Choose my notification channel and email address",
+        summary: "Choose my email address and which kinds also go by email",
         description:
-          "channel applies to notifications created from now on. email is the address the email channel sends to: omit it to keep the stored one, send null to remove it. An email notification for someone with no address dead-letters as a permanent failure. The address is not verified.",
+          "in_app is always written. An email goes out as well when an address is set and the kind is in emailKinds (left out: every kind). email: omit it to keep the stored one, null removes it; the address is not verified. The earlier {channel} stays accepted: in_app means emailKinds [], email means every kind. Applies to notifications created from now on.",
         body: PutNotificationPreferencesBody,
         response: { 200: NotificationPreferences },
       },
     },
     async (request) => {
       const actor = requireActor(request);
-      const { channel, email } = request.body;
+      const { channel, email, emailKinds } = request.body;
+      const kinds = emailKinds ?? (channel === "in_app" ? [] : null);
       return withTransaction(pool, async (client) => {
-        await putPreferences(client, actor.id, channel, email);
+        await putPreferences(client, actor.id, kinds, email);
         return getPreferences(client, actor.id);
-      });
-    },
-  );
-
-  app.get(
-    "/v1/admin/notifications/failures",
-    {
-      schema: {
-        tags: ["admin", "notifications"],
-        summary: "List failed and dead-lettered notifications",
-        description:
-          "Notifications in status failed (retries remain, a delivery is running) or dead_letter, most recently updated first (updated_at, then id). reasonCategory is derived from lastError: a missing deliverer, a missing address and a provider rejection (SMTP 5xx) are permanent; timeouts, connection errors, SMTP 4xx and anything unrecognised are transient.",
-        querystring: FailuresQuery,
-        response: { 200: page(NotificationFailure) },
-      },
-    },
-    async (request) => {
-      const { limit, cursor, status, channel } = request.query;
-      const rows = await listFailures(pool, { status, channel }, limit + 1, decodeCursor(cursor, TimeCursor));
-      return toPage(rows, limit, (r) => ({
-        id: r.id,
-        recipientActorId: r.recipientActorId,
-        channel: r.channel,
-        status: r.status,
-        attempts: r.attempts,
-        lastError: r.lastError,
-        reasonCategory: reasonCategory(r.lastError),
-        sourceEventId: r.sourceEventId,
-        createdAt: r.createdAt.toISOString(),
-        updatedAt: r.updatedAt.toISOString(),
-      }));
-    },
-  );
-
-  app.post(
-    "/v1/admin/notifications/:id/replay",
-    {
-      schema: {
-        tags: ["admin", "notifications"],
-        summary: "Replay a failed notification",
-        description: [
-          "Queues the notification's delivery job again (the same notification_deliver job, with a fresh round of 3 attempts; `attempts` keeps counting the total); the re-attempt runs on the notifier's worker, so `status` is the state right after queuing (pending). Poll the failures listing or the row for the outcome.",
-          "Refused with 409 replay-not-eligible and `reason`:",
-          "status: the notification is not failed or dead_letter, or a delivery of it is running right now;",
-          "permanent: its reasonCategory is permanent, which a configured delivery provider (or address) fixes, not a resend;",
-          "superseded: a later notification to the same recipient about the same thing was already sent. Event ids are unique per notification, so 'the same sourceEventId' is read as the same underlying subject (source_key, for example relay_message:<id>), which a re-emitted event for the same message shares.",
-          "Writes the audit event admin.notification.replayed with previousStatus, newStatus (pending), channel and recipientActorId.",
-        ].join("\n"),
-        params: IdParams,
-        response: { 200: ReplayResult, 404: Problem, 409: Problem },
-      },
-    },
-    async (request) => {
-      const admin = requireActor(request);
-      const { id } = request.params;
-      return withTransaction(pool, async (client) => {
-        const notification = await lockNotification(client, id);
-        if (!notification) throw problems.notFound("notification");
-        const previousStatus = notification.status;
-        if (previousStatus !== "failed" && previousStatus !== "dead_letter") {
-          throw problems.replayNotEligible("status", `only failed or dead_letter notifications can be replayed; this one is ${previousStatus}`);
-        }
-        if (!(await tryLockDeliveryInTransaction(client, id))) {
-          throw problems.replayNotEligible("status", "a delivery of this notification is running; wait for its outcome");
-        }
-        if (reasonCategory(notification.lastError) === "permanent") {
-          throw problems.replayNotEligible(
-            "permanent",
-            `the failure is permanent (${notification.lastError}): a configured delivery provider is needed, not a resend`,
-          );
-        }
-        const laterId = await findLaterSent(client, id);
-        if (laterId) {
-          throw problems.replayNotEligible("superseded", `a later notification for the same message (${laterId}) was already sent`);
-        }
-        await markPendingForReplay(client, id);
-        await enqueueDelivery(client, id);
-        await writeAuditEvent(client, {
-          actorId: admin.id,
-          action: AuditAction.NotificationReplayed,
-          objectType: AuditObject.Notification,
-          objectId: id,
-          metadata: {
-            previousStatus,
-            newStatus: "pending",
-            channel: notification.channel,
-            recipientActorId: notification.recipientActorId,
-          },
-        });
-        return { id, previousStatus, status: "pending" as const };
       });
     },
   );

@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { isDatabaseUnavailable, isUniqueViolation } from "../../lib/db.js";
 import { problemBody, ProblemError, problems, ProblemSlug, type ValidationIssue } from "../../lib/problems.js";
@@ -67,4 +69,45 @@ export function registerErrorHandling(app: FastifyInstance, baseUrl: string, bod
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, baseUrl, problems.notFound(`route ${request.method} ${request.url.split("?")[0]}`)),
   );
+}
+
+/** Problem types Node's HTTP parser answers before Fastify sees a request; none reaches a route, so none is in lib/problems. */
+const clientErrorProblems: Record<string, { status: number; slug: string; title: string; detail: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    slug: "request-header-fields-too-large",
+    title: "Request header fields too large",
+    detail: "the request's headers are larger than the server accepts",
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    status: 408,
+    slug: "request-timeout",
+    title: "Request timeout",
+    detail: "the request was not received in time",
+  },
+};
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node cannot parse (a malformed
+ * request line, headers over the size limit, a timeout) is answered with
+ * problem+json like every other error, written to the raw socket because no
+ * request or reply exists yet.
+ */
+export function clientErrorHandler(baseUrl: string) {
+  return function (this: FastifyInstance | undefined, err: ConnectionError, socket: Socket): void {
+    // A reset connection has no one left to answer.
+    if (err.code === "ECONNRESET" || socket.destroyed) return;
+    const known = err.code ? clientErrorProblems[err.code] : undefined;
+    const body = known
+      ? { type: `${baseUrl.replace(/\/$/, "")}/${known.slug}`, title: known.title, status: known.status, detail: known.detail }
+      : problemBody(baseUrl, problems.validation("the request is malformed"));
+    this?.log.debug({ err, status: body.status }, "client error");
+    const json = JSON.stringify(body);
+    if (!socket.writable) return void socket.destroy();
+    socket.end(
+      `HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\n` +
+        `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+      () => socket.destroy(),
+    );
+  };
 }

@@ -30,7 +30,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       security: [{ bearer: [] }, { debugActor: [] }],
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (document) => tidyComponents(jsonSchemaTransformObject(document)),
   });
   app.get("/openapi.json", { config: { auth: "public" }, schema: { hide: true } }, async () => app.swagger());
   // The reference page and its assets are public, like the document they render.
@@ -46,12 +46,67 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   });
 }
 
+const SCHEMA_REF = /"#\/components\/schemas\/([^"]+)"/g;
+
+/**
+ * fastify-type-provider-zod emits every registered schema twice, `X` as
+ * responses see it and `XInput` as requests see it (objects differ only in
+ * `additionalProperties`), whether or not both are used. This keeps the
+ * components the paths reach and drops the suffix where only the input is
+ * used or both render the same, so `XInput` remains only beside an `X` that
+ * truly differs.
+ */
+export function tidyComponents<T extends object>(doc: T): T {
+  const schemas = (doc as { components?: { schemas?: Record<string, unknown> } }).components?.schemas ?? {};
+  const refsIn = (node: unknown) => [...JSON.stringify(node ?? null).matchAll(SCHEMA_REF)].map((m) => m[1]!);
+  const used = new Set<string>();
+  const visit = (names: string[]) => {
+    for (const name of names) {
+      if (used.has(name) || !(name in schemas)) continue;
+      used.add(name);
+      visit(refsIn(schemas[name]));
+    }
+  };
+  visit(refsIn((doc as { paths?: unknown }).paths));
+
+  const renames = new Map<string, string>();
+  let pairs: [string, string][] = [];
+  for (const name of used) {
+    const base = name.slice(0, -"Input".length);
+    if (!name.endsWith("Input") || !(base in schemas)) continue;
+    if (used.has(base)) pairs.push([name, base]);
+    else renames.set(name, base);
+  }
+  const rewrite = (node: unknown, map: Map<string, string>) =>
+    JSON.stringify(node).replace(SCHEMA_REF, (_, name: string) => `"#/components/schemas/${map.get(name) ?? name}"`);
+  // Assume every pair merges, then split the ones that differ under that assumption, until none does.
+  for (;;) {
+    const map = new Map([...renames, ...pairs]);
+    const kept = pairs.filter(([input, base]) => rewrite(schemas[input], map) === rewrite(schemas[base], map));
+    if (kept.length === pairs.length) break;
+    pairs = kept;
+  }
+  const map = new Map([...renames, ...pairs]);
+
+  const tidied: Record<string, unknown> = {};
+  for (const name of [...used].sort()) {
+    const target = map.get(name) ?? name;
+    if (!(target in tidied)) tidied[target] = JSON.parse(rewrite(schemas[name], map));
+  }
+  const result = JSON.parse(rewrite({ ...doc, components: { ...(doc as { components?: object }).components } }, map));
+  result.components.schemas = tidied;
+  return result as T;
+}
+
 const problemDescriptions: Record<number, string> = {
   400: "validation-failed: body, query or params fail their schema, or malformed JSON",
   401: "unauthenticated: no or invalid credential",
   403: "forbidden (missing role, not the owner) or account-suspended",
   404: "not-found",
   409: "conflict with the resource's current state",
+  413: "payload-too-large: the body (or an uploaded file) is over its limit",
+  415: "unsupported-media-type: a body of a type the route does not take",
+  422: "validation-failed: well-formed but unusable content (an image truncated or over 40 megapixels)",
   429: "rate-limited, with a Retry-After header",
 };
 

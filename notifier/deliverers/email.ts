@@ -1,10 +1,13 @@
 import nodemailer from "nodemailer";
-import { NO_ADDRESS } from "../reasons.js";
+import { NO_ADDRESS } from "../../lib/notifications.js";
+import { listUnsubscribeHeaders, type UnsubscribeLinks } from "./alert-headers.js";
 import { DeliveryError, type Deliverer } from "./types.js";
 
 export interface EmailDelivererOptions {
   smtpUrl: string;
   from: string;
+  /** Signs the one-click unsubscribe links of alert emails (alert-headers.ts). */
+  unsubscribe?: UnsubscribeLinks;
 }
 
 interface SmtpFailure {
@@ -26,7 +29,7 @@ export function describeSmtpFailure(err: unknown): string {
 }
 
 /** Sends through the SMTP server of SMTP_URL; one pooled transport per process. */
-export function createEmailDeliverer({ smtpUrl, from }: EmailDelivererOptions): Deliverer {
+export function createEmailDeliverer({ smtpUrl, from, unsubscribe }: EmailDelivererOptions): Deliverer {
   const transport = nodemailer.createTransport({
     url: smtpUrl,
     pool: true,
@@ -45,7 +48,7 @@ export function createEmailDeliverer({ smtpUrl, from }: EmailDelivererOptions): 
           to: notification.email,
           subject: notification.subject,
           text: notification.body,
-          headers: { "X-Notification-Id": notification.id },
+          headers: { "X-Notification-Id": notification.id, ...(unsubscribe ? listUnsubscribeHeaders(notification, unsubscribe) : {}) },
         });
       } catch (err) {
         throw new DeliveryError(describeSmtpFailure(err));

@@ -1,8 +1,9 @@
-import type { Channel, DeliverableNotification } from "../store.js";
+import type { Channel } from "../../lib/notifications.js";
+import type { DeliverableNotification } from "../store.js";
 
 /**
  * A failed delivery. Its message becomes the notification's last_error, and
- * the failures console derives reasonCategory from it (notifier/reasons.ts).
+ * the failures console derives reasonCategory from it (lib/notifications.ts).
  */
 export class DeliveryError extends Error {
   override name = "DeliveryError";

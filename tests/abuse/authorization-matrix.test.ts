@@ -5,18 +5,20 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { consoleBundleDir } from "../../api/console/routes.js";
 import { PLATFORM_ADMIN, type RouteAuth } from "../../api/plugins/auth.js";
 import { as } from "../helpers/app.js";
-import { fillPath, OTHER, OWNER, seedWorld, slugOf, useAbuseHarness, type RegisteredRoute, type World } from "./harness.js";
+import { fillPath, OTHER, OWNER, photoUpload, seedWorld, slugOf, useAbuseHarness, type RegisteredRoute, type World } from "./harness.js";
 import { exampleFor, operationsOf, type Operation } from "./openapi.js";
 
 const h = useAbuseHarness();
 let world: World;
 let operations: Operation[];
+let upload: Awaited<ReturnType<typeof photoUpload>>;
 
 const SUSPENDED_ADMIN = "suspended-admin-1";
 
 beforeAll(async () => {
   world = await seedWorld(h);
   operations = operationsOf((await h.call({ url: "/openapi.json" })).json());
+  upload = await photoUpload();
   const suspend = await h.call({
     method: "POST",
     url: `/v1/admin/accounts/${SUSPENDED_ADMIN}/suspend`,
@@ -57,6 +59,34 @@ const ownerOnly: Record<string, Partial<Record<Caller, Expected>>> = {
   "POST /v1/safety/found-reports/:id/resolve": { "other actor": forbidden, admin: forbidden },
   "GET /v1/animals/:id": { "other actor": forbidden, admin: forbidden },
   "PUT /v1/animals/:id/emergency-profile": { "other actor": forbidden, admin: forbidden },
+  "GET /v1/safety/lost-reports/:id/matches": { "other actor": forbidden },
+  "GET /v1/safety/found-reports/:id/matches": { "other actor": forbidden },
+  "POST /v1/safety/matches/:id/confirm": { "other actor": forbidden, admin: forbidden },
+  "POST /v1/safety/matches/:id/dismiss": { "other actor": forbidden, admin: forbidden },
+  "PATCH /v1/safety/lost-reports/:id": { "other actor": forbidden, admin: forbidden },
+  "PATCH /v1/safety/found-reports/:id": { "other actor": forbidden, admin: forbidden },
+  "POST /v1/safety/lost-reports/:id/renew": { "other actor": forbidden, admin: forbidden },
+  "POST /v1/safety/found-reports/:id/renew": { "other actor": forbidden, admin: forbidden },
+  "POST /v1/animals/:id/lost": { "other actor": forbidden, admin: forbidden },
+  "GET /v1/animals/:id/scans": { "other actor": forbidden, admin: forbidden },
+  // Photos: the reporter or owner uploads (admins too are refused); the uploader or an admin sees the status and deletes.
+  "POST /v1/safety/lost-reports/:id/photos": { "other actor": forbidden, admin: forbidden },
+  "POST /v1/safety/found-reports/:id/photos": { "other actor": forbidden, admin: forbidden },
+  "POST /v1/animals/:id/photos": { "other actor": forbidden, admin: forbidden },
+  "GET /v1/photos/:photoId": { "other actor": forbidden },
+  "DELETE /v1/photos/:photoId": { "other actor": forbidden },
+  // Another actor's notification is 404 (contract): its existence is not revealed.
+  "POST /v1/me/notifications/:id/read": { "other actor": { status: 404, slug: "not-found" }, admin: { status: 404, slug: "not-found" } },
+  // The same for an alert subscription; the owner's DELETE comes first in each walk, so the others would get 404 either way.
+  "DELETE /v1/me/alert-subscriptions/:id": { "other actor": { status: 404, slug: "not-found" }, admin: { status: 404, slug: "not-found" } },
+  // Public (no login), but the documented example token is not one the service signed: refused by the handler, not the gate.
+  // A signed token's 200 is tested in tests/alerts and in privacy.test.ts.
+  "POST /v1/alert-subscriptions/unsubscribe": {
+    anonymous: { status: 400, slug: "validation-failed" },
+    actor: { status: 400, slug: "validation-failed" },
+    "other actor": { status: 400, slug: "validation-failed" },
+    admin: { status: 400, slug: "validation-failed" },
+  },
 };
 
 // The console's page is served only once it is built (npm run build:console); otherwise the route answers 404.
@@ -72,14 +102,32 @@ function expectationsFor(route: RegisteredRoute): Record<Caller, Expected> | nul
   return { ...byGate[route.auth], ...ownerOnly[keyOf(route)], ...unbuilt[keyOf(route)] };
 }
 
+/**
+ * Bodies the document's example cannot give: the tag page's form (a page, so
+ * not in the document) and corrections that keep the report where it is (the
+ * example's point is thousands of km away, which PATCH refuses).
+ */
+const bodies: Record<string, Pick<InjectOptions, "payload" | "headers">> = {
+  "POST /t/:token/message": {
+    payload: new URLSearchParams({ message: "Found your dog", fromContact: "the matrix" }).toString(),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  },
+  "PATCH /v1/safety/lost-reports/:id": { payload: { description: "Corrected by the matrix" } },
+  "PATCH /v1/safety/found-reports/:id": { payload: { description: "Corrected by the matrix" } },
+};
+
 /** A valid request for the route: seeded ids in the path, the documented example body and required query. */
 function requestFor(route: RegisteredRoute): InjectOptions {
   const method = route.method === "HEAD" ? "GET" : route.method;
+  const fixed = bodies[keyOf(route)];
+  if (fixed) return { method: route.method, url: fillPath(world, route.url), ...fixed };
   const op = operations.find((o) => o.method === method && o.path === route.url.replace(/:([A-Za-z0-9_]+)/g, "{$1}"));
   const query = (op?.parameters ?? [])
     .filter((p) => p.in === "query" && p.required)
     .map((p) => `${p.name}=${encodeURIComponent(String(exampleFor(p.schema, p.name)))}`);
   const url = fillPath(world, route.url) + (query.length > 0 ? `?${query.join("&")}` : "");
+  // A photo upload is multipart/form-data (documented, not JSON): a real one-photo form.
+  if (route.method === "POST" && route.url.endsWith("/photos")) return { method: route.method, url, payload: upload.payload, headers: upload.headers };
   if (!op?.body) return { method: route.method, url };
   // Any id in a body points at the seeded open lost report (a sighting's report, a moderation report's target).
   const body = JSON.parse(JSON.stringify(exampleFor(op.body)), (_key, value: unknown) =>
@@ -102,7 +150,7 @@ describe("authorization matrix: every registered route × every kind of caller g
       if (!expected) continue;
       const request = requestFor(route);
       for (const [caller, headers] of callers) {
-        const res = await h.call({ ...request, headers });
+        const res = await h.call({ ...request, headers: { ...request.headers, ...headers } });
         const want = expected[caller];
         const ok =
           want === "ok"

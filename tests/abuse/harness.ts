@@ -1,11 +1,15 @@
 import type { FastifyInstance, HTTPMethods, InjectOptions, LightMyRequestResponse, RouteOptions } from "fastify";
 import { pino } from "pino";
+import sharp from "sharp";
 import { afterAll, beforeAll } from "vitest";
 import type { RouteAuth } from "../../api/plugins/auth.js";
 import { buildApp } from "../../api/app.js";
+import { TAG_CSS } from "../../api/tag/assets.js";
 import { busClient, connectBus, ensureStream, type NatsConnection } from "../../lib/bus.js";
 import { loadApiConfig, type Env } from "../../lib/config.js";
 import { createPool, type Pool } from "../../lib/db.js";
+import { createObjectStorage, type ObjectStorage } from "../../lib/storage/index.js";
+import { createPhotoProcessor } from "../../notifier/photos/process.js";
 import { devEnv } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";
@@ -26,6 +30,8 @@ export interface AbuseHarness {
   bus: TestBus;
   app: FastifyInstance;
   pool: Pool;
+  /** The app's photo storage (the file's local directory). */
+  storage: ObjectStorage;
   /** Every route, read after app.ready() so the gate auth.ts forces on /v1/admin is included. */
   routes: RegisteredRoute[];
   /**
@@ -69,7 +75,8 @@ export function useAbuseHarness(options: { extra?: Env | (() => Env | Promise<En
       seen.push(route);
       checkPublicResponses(route);
     };
-    harness.app = await buildApp({ config, pool: harness.pool, js: busClient(nc), logger, onRoute });
+    harness.storage = createObjectStorage(config);
+    harness.app = await buildApp({ config, pool: harness.pool, js: busClient(nc), logger, onRoute, storage: harness.storage });
     await harness.app.ready();
     // OPTIONS * is @fastify/cors's preflight handler, answered before auth; it is not an operation.
     harness.routes = seen.flatMap((route) =>
@@ -94,6 +101,7 @@ export function useAbuseHarness(options: { extra?: Env | (() => Env | Promise<En
   });
   afterAll(async () => {
     await harness.app?.close();
+    await harness.storage?.close();
     await nc?.close();
     await harness.pool?.end();
     await harness.bus?.dispose();
@@ -221,6 +229,8 @@ export interface World {
   foundReportId: string;
   sightingId: string;
   relayMessageId: string;
+  /** An open found report the matrix may resolve, so foundReportId stays open for relay messages. */
+  spareFoundReportId: string;
   animalId: string;
   token: string;
   /** A second animal of the owner's with a profile, for the routes that replace or revoke its token. */
@@ -228,6 +238,25 @@ export interface World {
   moderationId: string;
   outboxId: string;
   notificationId: string;
+  /** The owner's alert subscription. */
+  alertSubscriptionId: string;
+  matchId: string;
+  /** A ready photo of the lost report, public. */
+  photoId: string;
+  /** A second ready photo of it, for the routes that delete one. */
+  sparePhotoId: string;
+}
+
+/** A small JPEG, a multipart/form-data body with it as the one file part `photo`. */
+export async function photoUpload(): Promise<{ payload: Buffer; headers: Record<string, string> }> {
+  const jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: "#a0522d" } }).jpeg().toBuffer();
+  const boundary = "----abuse-photo-boundary";
+  const payload = Buffer.concat([
+    Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="photo"; filename="rex.jpg"\r\ncontent-type: image/jpeg\r\n\r\n`),
+    jpeg,
+    Buffer.from(`\r\n--${boundary}--\r\n`),
+  ]);
+  return { payload, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } };
 }
 
 export async function seedWorld(h: AbuseHarness): Promise<World> {
@@ -264,6 +293,14 @@ export async function seedWorld(h: AbuseHarness): Promise<World> {
       url: "/v1/safety/found-reports",
       headers: owner,
       payload: { animal: { species: "cat", colors: ["black"], microchipId: MICROCHIPS[1] }, foundAt: "2025-11-20T09:00:00Z", location: { lat: 48.86012, lon: 2.34871 } },
+    }),
+  );
+  const spareFound = await created(
+    await h.call({
+      method: "POST",
+      url: "/v1/safety/found-reports",
+      headers: owner,
+      payload: { animal: { species: "dog" }, foundAt: "2025-11-21T09:00:00Z", location: { lat: 48.87, lon: 2.33 } },
     }),
   );
   const sighting = await created(
@@ -306,10 +343,37 @@ export async function seedWorld(h: AbuseHarness): Promise<World> {
       payload: { targetType: "found_report", targetId: found.id, reason: "spam" },
     }),
   );
+  const subscription = await created(
+    await h.call({
+      method: "POST",
+      url: "/v1/me/alert-subscriptions",
+      headers: owner,
+      payload: { location: { lat: 48.861234, lon: 2.337654 }, radiusKm: 3, species: ["dog"] },
+    }),
+  );
+  // A suggestion between the owner's lost report and found report, as the matcher leaves it.
+  const { rows: match } = await h.pool.query<{ id: string }>(
+    `insert into safety_match (lost_report_id, kind, target_id, score, reasons, distance_m)
+     values ($1::uuid, 'found_report', $2::uuid, 0.8, '{breed,colors}', 1200) returning id`,
+    [lost.id, found.id],
+  );
+  // Two photos of the lost report, made ready by the notifier's own processing code.
+  const process = createPhotoProcessor({ pool: h.pool, storage: h.storage, logger: pino({ level: "silent" }) });
+  const photos: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const body = await photoUpload();
+    const photo = await created(
+      await h.call({ method: "POST", url: `/v1/safety/lost-reports/${lost.id}/photos`, headers: { ...owner, ...body.headers }, payload: body.payload }),
+    );
+    await process(photo.id!, { attempt: 1, maxAttempts: 1 });
+    photos.push(photo.id!);
+  }
+  // The seed spends the owner's report-creation tokens; the walks below need their own.
+  await h.pool.query(`delete from rate_limit_bucket`);
   const { rows: outbox } = await h.pool.query<{ id: string }>(`select id from outbox_event order by occurred_at limit 1`);
   const { rows: notification } = await h.pool.query<{ id: string }>(
-    `insert into notification (recipient_actor_id, channel, status, attempts, last_error, source_event_id, event_type, subject, body)
-     values ($1::text, 'email', 'failed', 3, 'connect ETIMEDOUT', $2::uuid, 'events.safety.relay_message_received.v1', 'A message', 'I think I saw your dog')
+    `insert into notification (recipient_actor_id, channel, status, attempts, last_error, source_event_id, event_type, kind, subject, body)
+     values ($1::text, 'email', 'failed', 3, 'connect ETIMEDOUT', $2::uuid, 'events.safety.relay_message_received.v1', 'relay_message', 'A message', 'I think I saw your dog')
      returning id`,
     [OWNER, outbox[0]!.id],
   );
@@ -317,6 +381,7 @@ export async function seedWorld(h: AbuseHarness): Promise<World> {
     lostReportId: lost.id!,
     spareLostReportId: spare.id!,
     foundReportId: found.id!,
+    spareFoundReportId: spareFound.id!,
     sightingId: sighting.id!,
     relayMessageId: relay.id!,
     animalId: animal.id!,
@@ -325,6 +390,10 @@ export async function seedWorld(h: AbuseHarness): Promise<World> {
     moderationId: moderation.id!,
     outboxId: outbox[0]!.id,
     notificationId: notification[0]!.id,
+    alertSubscriptionId: subscription.id!,
+    matchId: match[0]!.id,
+    photoId: photos[0]!,
+    sparePhotoId: photos[1]!,
   };
 }
 
@@ -332,14 +401,22 @@ export async function seedWorld(h: AbuseHarness): Promise<World> {
 export function pathValue(world: World, url: string, param: string): string {
   if (param === "userId") return "fuzz-target-1";
   if (param === "token") return world.token;
+  if (param === "file") return TAG_CSS.name;
+  if (param === "variant") return "thumb";
+  // Serving reads the public photo; the status and delete routes act on the spare one.
+  if (param === "photoId") return url.endsWith("/:variant") || url.endsWith("/{variant}") ? world.photoId : world.sparePhotoId;
   if (param === "animalId" || url.endsWith("/emergency-profile")) return world.spareAnimalId;
   if (url.startsWith("/v1/animals/")) return world.animalId;
-  if (url.startsWith("/v1/safety/found-reports/")) return world.foundReportId;
+  if (url.startsWith("/v1/safety/found-reports/")) return url.endsWith("/resolve") ? world.spareFoundReportId : world.foundReportId;
   if (url.endsWith("/resolve")) return world.spareLostReportId;
   if (url.startsWith("/v1/safety/lost-reports/")) return world.lostReportId;
   if (url.startsWith("/v1/admin/moderation/")) return world.moderationId;
   if (url.startsWith("/v1/admin/outbox/")) return world.outboxId;
   if (url.startsWith("/v1/admin/notifications/")) return world.notificationId;
+  if (url.startsWith("/v1/me/notifications/")) return world.notificationId;
+  if (url.startsWith("/v1/me/alert-subscriptions/")) return world.alertSubscriptionId;
+  if (url.startsWith("/v1/admin/lost-reports/")) return world.lostReportId;
+  if (url.startsWith("/v1/safety/matches/")) return world.matchId;
   throw new Error(`no seeded value for ${param} in ${url}`);
 }
 

@@ -53,6 +53,10 @@ const lostReport = { animal: { species: "dog" }, lastSeenAt: "2025-11-20T08:00:0
 async function openReport(owner: string): Promise<string> {
   return String((await ok(post("/v1/safety/lost-reports", owner, lostReport))).id);
 }
+async function openFoundReport(owner: string): Promise<string> {
+  const body = { animal: { species: "cat" }, foundAt: "2025-11-20T09:00:00Z", location: { lat: 48.86, lon: 2.35 } };
+  return String((await ok(post("/v1/safety/found-reports", owner, body))).id);
+}
 async function animalWithProfile(owner: string): Promise<{ animalId: string; token: string }> {
   const animalId = String((await ok(post("/v1/animals", owner, { name: "Rex", species: "dog" }))).id);
   const { token } = await ok(put(`/v1/animals/${animalId}/emergency-profile`, owner, { showName: true }));
@@ -104,6 +108,39 @@ const cases: Record<string, Case> = {
       // No API route reads a relay message back (its owner gets it as a notification): the stored row is compared.
       read: async (res) =>
         (await h.pool.query(`select message, from_contact as "fromContact" from safety_relay_message where id = $1::uuid`, [res.json().id])).rows[0],
+    };
+  },
+  "POST /v1/safety/found-reports/{id}/relay-message": async () => {
+    const id = await openFoundReport(fresh("inj-finder"));
+    return {
+      send: (body) => post(`/v1/safety/found-reports/${id}/relay-message`, null, body),
+      read: async (res) =>
+        (await h.pool.query(`select message, from_contact as "fromContact" from safety_relay_message where id = $1::uuid`, [res.json().id])).rows[0],
+    };
+  },
+  "PATCH /v1/safety/lost-reports/{id}": async () => {
+    const owner = fresh("inj-owner");
+    const id = await openReport(owner);
+    return {
+      // A correction stays near the report (the example's point is thousands of km away, which PATCH refuses).
+      send: (body) => h.call({ method: "PATCH", url: `/v1/safety/lost-reports/${id}`, headers: as(owner), payload: { ...body, location: { lat: 48.86, lon: 2.35 } } }),
+      read: () => ok(get(`/v1/safety/lost-reports/${id}/private`, owner)),
+    };
+  },
+  "PATCH /v1/safety/found-reports/{id}": async () => {
+    const owner = fresh("inj-finder");
+    const id = await openFoundReport(owner);
+    return {
+      send: (body) => h.call({ method: "PATCH", url: `/v1/safety/found-reports/${id}`, headers: as(owner), payload: { ...body, location: { lat: 48.86, lon: 2.35 } } }),
+      read: () => ok(get(`/v1/safety/found-reports/${id}`, null)),
+    };
+  },
+  "POST /v1/animals/{id}/lost": async () => {
+    const owner = fresh("inj-owner");
+    const animalId = String((await ok(post("/v1/animals", owner, { name: "Rex", species: "dog" }))).id);
+    return {
+      send: (body) => post(`/v1/animals/${animalId}/lost`, owner, body),
+      read: (res) => ok(get(`/v1/safety/lost-reports/${res.json().id}/private`, owner)),
     };
   },
   "POST /v1/safety/sightings": async () => {

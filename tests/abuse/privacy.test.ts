@@ -1,7 +1,8 @@
 import Fastify from "fastify";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createAuthenticator, PLATFORM_ADMIN, registerAuth } from "../../api/plugins/auth.js";
-import { loadApiConfig } from "../../lib/config.js";
+import { signUnsubscribeToken } from "../../lib/alert-unsubscribe.js";
+import { DEVELOPMENT_UNSUBSCRIBE_SECRET, loadApiConfig } from "../../lib/config.js";
 import { coarsen, COARSE_PRECISION_METERS } from "../../lib/geo.js";
 import { as, devEnv } from "../helpers/app.js";
 import { checkPublicResponses, PrivacyRules, privacyStats, takePrivacyViolations } from "../helpers/privacy.js";
@@ -162,6 +163,8 @@ describe("no public response carries a precise location, a reporter id, contact 
         `/v1/safety/lost-reports/${world.lostReportId}/sightings`,
         `/v1/safety/lost-reports/${world.lostReportId}/sightings?limit=1`,
         `/emergency/${world.token}`,
+        `/v1/photos/${world.photoId}/thumb`,
+        `/v1/photos/${world.photoId}/display`,
       ];
       for (const url of reads) {
         const res = await h.call({ url, headers });
@@ -174,6 +177,13 @@ describe("no public response carries a precise location, a reporter id, contact 
         payload: { message: "Is this your dog?", fromContact: CONTACT },
       });
       expect(relay.statusCode, viewer).toBe(202);
+      const toFinder = await h.call({
+        method: "POST",
+        url: `/v1/safety/found-reports/${world.foundReportId}/relay-message`,
+        headers,
+        payload: { message: "Is this my cat?", fromContact: CONTACT },
+      });
+      expect(toFinder.statusCode, viewer).toBe(202);
     }
 
     // The alerts pages really did go on, so the cursors were checked too.
@@ -181,6 +191,45 @@ describe("no public response carries a precise location, a reporter id, contact 
     expect(paged.json().nextCursor).toEqual(expect.any(String));
     const next = await h.call({ url: `/v1/safety/alerts?${near}&limit=1&cursor=${paged.json().nextCursor}` });
     expect(next.statusCode).toBe(200);
+  });
+
+  it("answers the one-click unsubscribe of an alert email with nothing about the subscription, as every kind of viewer", async () => {
+    const subscriber = "alert-subscriber-7";
+    const created = await h.call({
+      method: "POST",
+      url: "/v1/me/alert-subscriptions",
+      headers: as(subscriber),
+      payload: { location: { lat: 48.857891, lon: 2.351987 }, radiusKm: 4 },
+    });
+    expect(created.statusCode).toBe(201);
+    // The abuse harness runs development settings: the development secret signs.
+    const token = signUnsubscribeToken(DEVELOPMENT_UNSUBSCRIBE_SECRET, [created.json().id]);
+    for (const [viewer, headers] of viewers) {
+      const res = await h.call({
+        method: "POST",
+        url: `/v1/alert-subscriptions/unsubscribe?token=${token}`,
+        headers: { ...headers, "content-type": "application/x-www-form-urlencoded" },
+        payload: "List-Unsubscribe=One-Click",
+      });
+      expect(res.statusCode, `${viewer} ${res.body}`).toBe(200);
+      expect(res.json()).toEqual({ unsubscribed: true });
+    }
+  });
+
+  it("keeps the tag page, a page rather than API (hidden from the document), as clean as the API's public reads", async () => {
+    for (const [viewer, headers] of viewers) {
+      const page = await h.call({ url: `/t/${world.token}`, headers: { ...headers, accept: "text/html" } });
+      expect(page.statusCode, viewer).toBe(200);
+      expect(seededRules().violations(page.body), viewer).toEqual([]);
+      const thanks = await h.call({
+        method: "POST",
+        url: `/t/${world.token}/message`,
+        headers: { ...headers, accept: "text/html", "content-type": "application/x-www-form-urlencoded" },
+        payload: new URLSearchParams({ message: "Is this your dog?", fromContact: CONTACT, lat: String(PRECISE.lat), lon: String(PRECISE.lon) }).toString(),
+      });
+      expect(thanks.statusCode, viewer).toBe(200);
+      expect(seededRules().violations(thanks.body), viewer).toEqual([]);
+    }
   });
 
   it("covered every public API route with a successful response", () => {

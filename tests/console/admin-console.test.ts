@@ -1,12 +1,17 @@
 import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
+import { pino } from "pino";
+import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuditAction, AuditObject, writeAuditEvent } from "../../lib/audit.js";
 import { EventType } from "../../lib/events.js";
-import { admin, as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
+import { LocalObjectStorage } from "../../lib/storage/index.js";
+import { createPhotoProcessor } from "../../notifier/photos/process.js";
+import { admin, as, buildTestApi, devEnv, TEST_PHOTO_DIR, type TestApi } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { TestIdentityProvider } from "../helpers/jwks.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";
+import { photoPart, uploadRequest } from "../photos/support.js";
 import { call, lostReportBody } from "../safety/helpers.js";
 import { ensureConsoleBundle, launchChromium, row, screenshot, signInAsDebugActor, type Browser } from "./browser.js";
 
@@ -63,8 +68,8 @@ async function stuckOutboxRow(requeueCount: number, payload: Record<string, unkn
 
 async function notificationRow(status: string, channel: string, lastError: string, recipient: string): Promise<string> {
   const { rows } = await db.pool.query(
-    `insert into notification (recipient_actor_id, channel, status, attempts, last_error, source_event_id, event_type, subject, body)
-     values ($1, $2, $3, 3, $4, gen_random_uuid(), $5, 'A message about your lost report', 'body') returning id`,
+    `insert into notification (recipient_actor_id, channel, status, attempts, last_error, source_event_id, event_type, kind, subject, body)
+     values ($1, $2, $3, 3, $4, gen_random_uuid(), $5, 'relay_message', 'A message about your lost report', 'body') returning id`,
     [recipient, channel, status, lastError, EventType.RelayMessageReceived],
   );
   return rows[0].id;
@@ -223,6 +228,7 @@ describe("moderation: quarantining a reported sighting removes it from the publi
   let lostReport: string;
   let sighting: string;
   let report: string;
+  let lostItem: string;
 
   const publicSightings = async () => {
     const res = await fetch(`${baseUrl}/v1/safety/lost-reports/${lostReport}/sightings`);
@@ -251,7 +257,7 @@ describe("moderation: quarantining a reported sighting removes it from the publi
       }),
     );
     // A second item, so the queue shows more than the one acted on.
-    await created(
+    lostItem = await created(
       await call(api, {
         method: "POST",
         url: "/v1/moderation/reports",
@@ -277,6 +283,109 @@ describe("moderation: quarantining a reported sighting removes it from the publi
     await item.getByText("resolved: quarantine").waitFor();
     expect(await item.textContent()).toContain("quarantined");
     expect(await publicSightings()).not.toContain(sighting);
+  });
+
+  it("shows a reported lost report's matches with their reasons", async () => {
+    const found = await created(
+      await call(api, {
+        method: "POST",
+        url: "/v1/safety/found-reports",
+        headers: as("finder-2"),
+        payload: { animal: { species: "dog" }, foundAt: "2025-11-21T09:00:00Z", location: { lat: 48.86, lon: 2.35 } },
+      }),
+    );
+    await db.pool.query(
+      `insert into safety_match (lost_report_id, kind, target_id, score, reasons, distance_m) values ($1, 'found_report', $2, 0.82, '{breed,colors}', 1300)`,
+      [lostReport, found],
+    );
+    const item = row(page, lostItem);
+    await item.getByRole("button", { name: "Matches" }).click();
+    const matches = item.getByRole("table", { name: "Matches" });
+    await matches.waitFor();
+    const text = await matches.textContent();
+    expect(text).toContain("82 %");
+    expect(text).toContain("breed, colors");
+    expect(text).toContain("1.3 km");
+    expect(text).toContain("suggested");
+  });
+
+  it("shows a reported lost report's neighbourhood alerts: subscriptions in range and its fan-out", async () => {
+    for (const [actor, radiusKm] of [["neighbour-1", 2], ["neighbour-2", 5]] as const) {
+      const res = await call(api, {
+        method: "POST",
+        url: "/v1/me/alert-subscriptions",
+        headers: as(actor),
+        payload: { location: { lat: 48.861, lon: 2.349 }, radiusKm },
+      });
+      expect(res.statusCode, res.body).toBe(201);
+    }
+    const item = row(page, lostItem);
+    await item.getByRole("button", { name: "Alerts" }).click();
+    await item.getByText("2 subscriptions in range").waitFor();
+    expect(await item.getByTestId("report-alerts").textContent()).toContain("notified 0");
+  });
+});
+
+describe("moderation: a reported photo shows its thumbnail, blurred once quarantined until revealed", () => {
+  let photo: string;
+  let report: string;
+
+  beforeAll(async () => {
+    const owner = "owner-photo";
+    const lostReport = await created(
+      await call(api, { method: "POST", url: "/v1/safety/lost-reports", headers: as(owner), payload: lostReportBody() }),
+    );
+    const jpeg = await sharp({ create: { width: 400, height: 300, channels: 3, background: "#c0392b" } }).jpeg().toBuffer();
+    const upload = await call(api, uploadRequest(`/v1/safety/lost-reports/${lostReport}/photos`, owner, [photoPart(jpeg)]));
+    expect(upload.statusCode, upload.body).toBe(202);
+    photo = upload.json().id;
+    const process = createPhotoProcessor({ pool: api.pool, storage: new LocalObjectStorage(TEST_PHOTO_DIR), logger: pino({ level: "silent" }) });
+    await process(photo, { attempt: 1, maxAttempts: 1 });
+    report = await created(
+      await call(api, {
+        method: "POST",
+        url: "/v1/moderation/reports",
+        headers: as("reporter-3"),
+        payload: { targetType: "photo", targetId: photo, reason: "abuse", details: "not an animal" },
+      }),
+    );
+    await open("Moderation", "Moderation queue");
+    // The screen is already open from the moderation tests above: load the queue again.
+    await page.locator("form.filters").getByRole("button", { name: "Refresh" }).click();
+  });
+
+  const thumb = () => row(page, report).getByTestId("photo-thumb");
+  // Runs in the page (this project's type check has no DOM library, hence the casts).
+  const rendered = () =>
+    thumb().evaluate((img) => {
+      const style = (globalThis as unknown as { getComputedStyle(el: unknown): { filter: string } }).getComputedStyle(img);
+      return { width: (img as unknown as { naturalWidth: number }).naturalWidth, filter: style.filter };
+    });
+
+  it("shows the photo itself, loaded with the operator's credential and allowed by the page's policy", async () => {
+    await thumb().waitFor();
+    expect(await thumb().getAttribute("data-blurred")).toBe("false");
+    expect(await thumb().getAttribute("src")).toMatch(/^data:image\/webp;base64,/);
+    expect(await rendered()).toEqual({ width: 320, filter: "none" });
+  });
+
+  it("quarantines it: the public gets 404, the console blurs it, and Reveal shows it", async () => {
+    const item = row(page, report);
+    await item.getByRole("button", { name: "Claim" }).click();
+    await item.getByText(`by ${ADMIN}`).waitFor();
+    await item.getByLabel("Moderation action").selectOption("quarantine");
+    await item.getByRole("button", { name: "Apply" }).click();
+    await item.getByText("resolved: quarantine").waitFor();
+    expect((await fetch(`${baseUrl}/v1/photos/${photo}/thumb`)).status).toBe(404);
+
+    await item.locator('[data-testid="photo-thumb"][data-blurred="true"]').waitFor();
+    expect((await rendered()).filter).toMatch(/^blur\(/);
+    await screenshot(page, "moderation-photo");
+    await item.getByRole("button", { name: "Reveal" }).click();
+    await item.locator('[data-testid="photo-thumb"][data-blurred="false"]').waitFor();
+    expect((await rendered()).filter).toBe("none");
+    await item.getByRole("button", { name: "Blur" }).click();
+    await item.locator('[data-testid="photo-thumb"][data-blurred="true"]').waitFor();
   });
 });
 

@@ -123,6 +123,7 @@ describe("GET /emergency/{token} shows the public profile without auth; unknown 
       colors: ["tan", "white"],
       medicalNotes: profileBody.medicalNotes,
       instructions: profileBody.instructions,
+      photos: [],
     });
     expect(res.headers["cache-control"]).toBe("no-store");
     expect(res.body).not.toContain(owner);

@@ -3,7 +3,7 @@ import pg from "pg";
 import { EventType } from "../../lib/events.js";
 import { migrateUp } from "../../lib/migrate.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";
-import { TestPgCluster } from "../helpers/pgCluster.js";
+import { TestPgCluster } from "../helpers/pg-cluster.js";
 import type { ServiceProcess } from "../helpers/processes.js";
 import { createLostReport, Stack } from "../helpers/stack.js";
 import { eventually } from "../helpers/stream.js";

@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
-import { databaseUrlFor } from "../setup/globalSetup.js";
+import { databaseUrlFor } from "../setup/global-setup.js";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "../..");

@@ -1,17 +1,22 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadApiConfig, loadDatabaseToolConfig, loadNotifierConfig, loadRelayConfig } from "../../lib/config.js";
 
-const base = { DATABASE_URL: "postgres://x/y", NATS_URL: "nats://127.0.0.1:4222" };
+const base = {
+  DATABASE_URL: "postgres://x/y",
+  NATS_URL: "nats://127.0.0.1:4222",
+  ALERT_UNSUBSCRIBE_SECRET: "a-secret-of-at-least-thirty-two-characters",
+};
 
 describe("configuration uses the spec's defaults", () => {
   it("defaults API_ENV to production and the three listen addresses to :8080, :8081 and :8085", () => {
     const api = loadApiConfig({ ...base, API_ENV: "development" });
-    expect(api.API_HTTP_ADDR).toEqual({ host: "0.0.0.0", port: 8080 });
+    expect(api.API_HTTP_ADDR).toEqual({ host: "127.0.0.1", port: 8080 });
     expect(api.NATS_STREAM).toBe("EVENTS");
     expect(api.AUTH_ROLES_CLAIM).toBe("roles");
     expect(loadRelayConfig(base).RELAY_HEALTH_ADDR).toEqual({ host: "0.0.0.0", port: 8081 });
     expect(loadRelayConfig(base).API_ENV).toBe("production");
-    expect(loadNotifierConfig(base).NOTIFIER_HEALTH_ADDR).toEqual({ host: "0.0.0.0", port: 8085 });
+    // Outside development the notifier needs the photo bucket (tests/photos/config.test.ts).
+    expect(loadNotifierConfig(production).NOTIFIER_HEALTH_ADDR).toEqual({ host: "0.0.0.0", port: 8085 });
   });
 
   it("parses the comma-separated lists", () => {

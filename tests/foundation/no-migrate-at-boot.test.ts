@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { devEnv } from "../helpers/app.js";
 import { freePort, startTestBus, waitForPort, type TestBus } from "../helpers/nats.js";
 import { ServiceProcess, type ProcessName } from "../helpers/processes.js";
-import { databaseUrlFor } from "../setup/globalSetup.js";
+import { databaseUrlFor } from "../setup/global-setup.js";
 
 // A database `api migrate up` never ran on: plain `create database`, not the migrated template.
 const emptyName = `ass_t_empty_${process.pid}_${randomBytes(4).toString("hex")}`;

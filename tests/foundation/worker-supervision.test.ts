@@ -1,6 +1,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { OUTBOX_RELAY_TASK } from "../../jobs/outbox_relay.js";
+import { OUTBOX_RELAY_TASK } from "../../jobs/outbox-relay.js";
 import { createPool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { startWorker } from "../../lib/worker.js";

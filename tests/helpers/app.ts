@@ -1,3 +1,6 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { busClient, connectBus, ensureStream, type NatsConnection } from "../../lib/bus.js";
@@ -7,6 +10,9 @@ import { buildApp } from "../../api/app.js";
 import { checkPublicResponses } from "./privacy.js";
 
 export const TEST_STREAM = "EVENTS";
+
+/** Photo storage of this test file (its processes share it): never the repository's .data/photos. */
+export const TEST_PHOTO_DIR = mkdtempSync(path.join(tmpdir(), "ass-test-photos-"));
 
 /** Development settings with the debug-actor bypass: what most tests drive the API with. */
 export function devEnv(databaseUrl: string, natsUrl: string, extra: Env = {}): Env {
@@ -19,6 +25,7 @@ export function devEnv(databaseUrl: string, natsUrl: string, extra: Env = {}): E
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
     // Postgres allows 100 connections; several files and processes run at once.
     DATABASE_POOL_SIZE: "4",
+    PHOTO_STORAGE_DIR: TEST_PHOTO_DIR,
     ...extra,
   };
 }

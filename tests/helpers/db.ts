@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { inject } from "vitest";
-import { databaseUrlFor } from "../setup/globalSetup.js";
+import { databaseUrlFor } from "../setup/global-setup.js";
 
 export interface TestDatabase {
   url: string;

@@ -110,5 +110,6 @@ export function secureEnv(idp: TestIdentityProvider): Record<string, string> {
     OBJECT_STORAGE_BUCKET: "test-photos",
     OBJECT_STORAGE_ACCESS_KEY_ID: "test-access-key",
     OBJECT_STORAGE_SECRET_ACCESS_KEY: "test-secret-key",
+    ALERT_UNSUBSCRIBE_SECRET: "test-alert-unsubscribe-secret-32-chars-or-more",
   };
 }

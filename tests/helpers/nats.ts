@@ -1,7 +1,7 @@
 import { inject } from "vitest";
-import { canStartNatsServer, TestNatsServer } from "./natsServer.js";
+import { canStartNatsServer, TestNatsServer } from "./nats-server.js";
 
-export { canStartNatsServer, freePort, probePort, TestNatsServer, waitForPort } from "./natsServer.js";
+export { canStartNatsServer, freePort, probePort, TestNatsServer, waitForPort } from "./nats-server.js";
 
 export interface TestBus {
   url: string;

@@ -1,6 +1,6 @@
 import type { Env } from "../../lib/config.js";
 import { devEnv } from "./app.js";
-import { freePort, waitForPort } from "./natsServer.js";
+import { freePort, waitForPort } from "./nats-server.js";
 import { ServiceProcess, type ProcessName } from "./processes.js";
 
 /**

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { buildDeliverers } from "../../notifier/deliverers/index.js";
-import { deliveryLockKey, insertNotification, type Channel, type NotificationStatus } from "../../notifier/store.js";
+import { deliveryLockKey, type Channel, type NotificationStatus } from "../../lib/notifications.js";
+import { insertNotification } from "../../notifier/store.js";
 import { admin, as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";
@@ -33,6 +34,8 @@ async function seed(s: Seed): Promise<string> {
     sourceEventId: randomUUID(),
     sourceKey: s.sourceKey ?? `relay_message:${randomUUID()}`,
     eventType: EventType.RelayMessageReceived,
+    kind: "relay_message",
+    data: {},
     subject: "Someone sent a message about your lost animal",
     body: `message for ${s.recipient}`,
   });
@@ -77,10 +80,10 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe("PUT /v1/me/notification-preferences chooses the channel and the email address", () => {
-  it("defaults to email with no address, and stores a chosen channel and address", async () => {
+describe("PUT /v1/me/notification-preferences chooses the email address and which kinds go by email", () => {
+  it("defaults to in_app only with no address, and stores a chosen channel and address", async () => {
     const before = await api.app.inject({ method: "GET", url: "/v1/me/notification-preferences", headers: as("pref-1") });
-    expect(before.json()).toEqual({ channel: "email", email: null, updatedAt: null });
+    expect(before.json()).toEqual({ channel: "in_app", email: null, emailKinds: null, updatedAt: null });
 
     const put = await api.app.inject({
       method: "PUT",
@@ -89,9 +92,21 @@ describe("PUT /v1/me/notification-preferences chooses the channel and the email 
       payload: { channel: "in_app", email: "owner@example.org" },
     });
     expect(put.statusCode).toBe(200);
-    expect(put.json()).toMatchObject({ channel: "in_app", email: "owner@example.org" });
-    const { rows } = await api.pool.query(`select channel, email from notification_preference where actor_id = 'pref-1'`);
-    expect(rows).toEqual([{ channel: "in_app", email: "owner@example.org" }]);
+    expect(put.json()).toMatchObject({ channel: "in_app", email: "owner@example.org", emailKinds: [] });
+    const { rows } = await api.pool.query(`select email_kinds, email from notification_preference where actor_id = 'pref-1'`);
+    expect(rows).toEqual([{ email_kinds: [], email: "owner@example.org" }]);
+  });
+
+  it("takes emailKinds, and an address alone means email for every kind", async () => {
+    const some = await api.app.inject({
+      method: "PUT",
+      url: "/v1/me/notification-preferences",
+      headers: as("pref-3"),
+      payload: { email: "kinds@example.org", emailKinds: ["relay_message", "match"] },
+    });
+    expect(some.json()).toMatchObject({ channel: "email", email: "kinds@example.org", emailKinds: ["relay_message", "match"] });
+    const all = await api.app.inject({ method: "PUT", url: "/v1/me/notification-preferences", headers: as("pref-3"), payload: { email: "kinds@example.org" } });
+    expect(all.json()).toMatchObject({ channel: "email", emailKinds: null });
   });
 
   it("keeps the stored address when email is omitted and clears it on null", async () => {
@@ -99,7 +114,8 @@ describe("PUT /v1/me/notification-preferences chooses the channel and the email 
     const kept = await api.app.inject({ method: "PUT", url: "/v1/me/notification-preferences", headers: as("pref-2"), payload: { channel: "in_app" } });
     expect(kept.json()).toMatchObject({ channel: "in_app", email: "a@example.org" });
     const cleared = await api.app.inject({ method: "PUT", url: "/v1/me/notification-preferences", headers: as("pref-2"), payload: { channel: "email", email: null } });
-    expect(cleared.json()).toMatchObject({ channel: "email", email: null });
+    // No address left, so nothing goes by email whatever the kinds: the single-channel view says in_app.
+    expect(cleared.json()).toMatchObject({ channel: "in_app", email: null, emailKinds: null });
   });
 
   it.each([
@@ -107,6 +123,7 @@ describe("PUT /v1/me/notification-preferences chooses the channel and the email 
     [{ channel: "email", email: "not-an-address" }],
     [{}],
     [{ channel: "email", extra: true }],
+    [{ emailKinds: ["carrier_pigeon"] }],
   ])("refuses %j with 400 validation-failed and writes nothing", async (payload) => {
     const res = await api.app.inject({ method: "PUT", url: "/v1/me/notification-preferences", headers: as("pref-bad"), payload });
     expect(res.statusCode).toBe(400);
@@ -140,7 +157,14 @@ describe("GET /v1/me/notifications lists the caller's notifications on every cha
     expect(seen).toEqual([...ids].reverse());
 
     const first = (await api.app.inject({ method: "GET", url: "/v1/me/notifications?limit=1", headers: as("reader-1") })).json();
-    expect(first.items[0]).toMatchObject({ id: ids[4], channel: "email", status: "dead_letter", body: "message for reader-1" });
+    expect(first.items[0]).toMatchObject({
+      id: ids[4],
+      channel: "email",
+      status: "dead_letter",
+      kind: "relay_message",
+      body: "message for reader-1",
+      readAt: null,
+    });
   });
 
   it("refuses a cursor it did not issue with 400", async () => {
@@ -256,7 +280,7 @@ describe("replay re-attempts through the same delivery job and is audited", () =
   });
 
   it("queues notification_deliver, answers pending, writes admin.notification.replayed, and the email is then sent", async () => {
-    await api.pool.query(`insert into notification_preference (actor_id, channel, email) values ('replay-ok', 'email', 'ok@example.org')`);
+    await api.pool.query(`insert into notification_preference (actor_id, email) values ('replay-ok', 'ok@example.org')`);
     const id = await seed({ recipient: "replay-ok", status: "dead_letter", lastError: "ESOCKET: connect ECONNREFUSED 127.0.0.1:25" });
 
     const res = await api.app.inject({ method: "POST", url: `/v1/admin/notifications/${id}/replay`, headers: admin("admin-replayer") });
@@ -281,7 +305,7 @@ describe("replay re-attempts through the same delivery job and is audited", () =
   });
 
   it("gives a dead-lettered notification a fresh round of 3 attempts; attempts keeps the lifetime total", async () => {
-    await api.pool.query(`insert into notification_preference (actor_id, channel, email) values ('replay-round', 'email', $1)`, [ALWAYS_DEFERRED]);
+    await api.pool.query(`insert into notification_preference (actor_id, email) values ('replay-round', $1)`, [ALWAYS_DEFERRED]);
     const id = await seed({ recipient: "replay-round", status: "dead_letter", lastError: "smtp 451: try again later" });
     await api.pool.query(`update notification set attempts = 3, round_attempts = 3 where id = $1`, [id]);
 
@@ -310,5 +334,23 @@ describe("replay re-attempts through the same delivery job and is audited", () =
       await delivering.query(`select pg_advisory_unlock_all()`);
       delivering.release();
     }
+  });
+});
+
+describe("POST /v1/me/notifications/{id}/read sets readAt for the recipient only", () => {
+  it("marks the caller's notification read once, and answers 404 for another actor's", async () => {
+    const id = await seed({ recipient: "read-1", channel: "in_app", status: "sent" });
+    const stranger = await api.app.inject({ method: "POST", url: `/v1/me/notifications/${id}/read`, headers: as("read-2") });
+    expect(stranger.statusCode).toBe(404);
+    expect((await api.pool.query(`select read_at from notification where id = $1`, [id])).rows[0].read_at).toBeNull();
+
+    const first = await api.app.inject({ method: "POST", url: `/v1/me/notifications/${id}/read`, headers: as("read-1") });
+    expect(first.statusCode).toBe(200);
+    const readAt = first.json().readAt;
+    expect(Date.parse(readAt)).not.toBeNaN();
+    const again = await api.app.inject({ method: "POST", url: `/v1/me/notifications/${id}/read`, headers: as("read-1") });
+    expect(again.json().readAt).toBe(readAt);
+    const listed = (await api.app.inject({ method: "GET", url: "/v1/me/notifications", headers: as("read-1") })).json();
+    expect(listed.items[0]).toMatchObject({ id, readAt });
   });
 });

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { pino } from "pino";
@@ -63,13 +64,14 @@ afterAll(async () => {
 });
 
 describe("the notifier consumes through a durable consumer named notifier with explicit acks", () => {
-  it("creates it with explicit ack, deliver all, a 30 s ack wait and the registry's one subject as filter_subject", async () => {
+  it("creates it with explicit ack, deliver all, a 30 s ack wait and the registry's filter (events.> on NATS 2.9)", async () => {
     const info = await consumerInfo(nc, "notifier");
     expect(info.config.durable_name).toBe("notifier");
     expect(info.config.ack_policy).toBe(AckPolicy.Explicit);
     expect(info.config.deliver_policy).toBe(DeliverPolicy.All);
     expect(info.config.ack_wait).toBe(nanos(ACK_WAIT_MS));
-    expect(info.config.filter_subject).toBe(EventType.RelayMessageReceived);
+    expect(nc.info?.version).toMatch(/^2\.9\./);
+    expect(info.config.filter_subject).toBe("events.>");
   });
 
   it("ensuring the consumer again at start leaves its position and config intact", async () => {
@@ -83,12 +85,12 @@ describe("the notifier consumes through a durable consumer named notifier with e
     const after = await consumerInfo(nc, "notifier");
     expect(after.delivered.stream_seq).toBe(before.delivered.stream_seq);
     expect(after.ack_floor.stream_seq).toBe(before.ack_floor.stream_seq);
-    expect(after.config.filter_subject).toBe(EventType.RelayMessageReceived);
+    expect(after.config.filter_subject).toBe(before.config.filter_subject);
   });
 });
 
-describe("each event becomes one notification row and one delivery job, committed before the ack", () => {
-  it("stores the recipient's preferred channel, the event id as source_event_id and queues notification_deliver", async () => {
+describe("each event becomes one notification per recipient and channel, each with its delivery job, committed before the ack", () => {
+  it("writes in_app only for a recipient who wants no email, with the event id as source_event_id and queues notification_deliver", async () => {
     await setPreference(pool, "owner-inapp", "in_app");
     const envelope = relayEnvelope("owner-inapp");
     await publishEnvelope(nc, envelope);
@@ -102,14 +104,40 @@ describe("each event becomes one notification row and one delivery job, committe
     await drained("notifier");
   });
 
-  it("uses email when the recipient never chose a channel", async () => {
+  it("writes in_app only when the recipient never chose anything (no address), so nothing dead-letters", async () => {
     const envelope = relayEnvelope("owner-default");
     await publishEnvelope(nc, envelope);
     const rows = await eventually(async () => {
       const found = await notificationsFor(pool, [envelope.id]);
       return found.length === 1 ? found : undefined;
     });
-    expect(rows[0]!.channel).toBe("email");
+    await drained("notifier");
+    expect(rows.map((r) => r.channel)).toEqual(["in_app"]);
+    expect(await notificationsFor(pool, [envelope.id])).toHaveLength(1);
+  });
+
+  it("writes in_app and email when the recipient set an address, one delivery job each", async () => {
+    await setPreference(pool, "owner-both", "email", "owner@example.org");
+    const envelope = relayEnvelope("owner-both");
+    await publishEnvelope(nc, envelope);
+    const rows = await eventually(async () => {
+      const found = await notificationsFor(pool, [envelope.id]);
+      return found.length === 2 ? found : undefined;
+    });
+    await drained("notifier");
+    expect(rows.map((r) => r.channel).sort()).toEqual(["email", "in_app"]);
+    for (const row of rows) expect(await deliveryJobsFor(pool, row.id)).toBe(1);
+  });
+
+  it("leaves email out for a kind the recipient did not choose for email", async () => {
+    await pool.query(
+      `insert into notification_preference (actor_id, email, email_kinds) values ('owner-some', 'some@example.org', '{sighting}')`,
+    );
+    const envelope = relayEnvelope("owner-some");
+    await publishEnvelope(nc, envelope);
+    await drained("notifier");
+    const rows = await notificationsFor(pool, [envelope.id]);
+    expect(rows.map((r) => r.channel)).toEqual(["in_app"]);
   });
 
   it("naks a message whose transaction failed and creates the row when it is redelivered", async () => {
@@ -158,7 +186,9 @@ describe("a crash between commit and ack never gives a second notification", () 
       body: "b",
       sourceEventId: envelope.id,
       eventType: EventType.RelayMessageReceived,
-      channel: "email",
+      kind: "relay_message",
+      data: {},
+      channel: "in_app",
     });
     await publishEnvelope(nc, envelope);
     await drained("notifier");
@@ -182,18 +212,28 @@ describe("messages that can never succeed are terminated, not redelivered for ev
   });
 });
 
+/** A stand-in second handler: these tests are about the filter, not about sightings. */
+const sightingHandler: HandlerRegistry[typeof EventType.SightingReported] = ({ data }) => [
+  { recipientActorId: data.recipientActorId!, kind: "sighting", sourceKey: `sighting:${data.sightingId}`, subject: "s", body: "b", data: {} },
+];
+const sightingData = (recipientActorId: string) => ({
+  sightingId: randomUUID(),
+  lostReportId: randomUUID(),
+  recipientActorId,
+  reporterId: "neighbour",
+  location: { lat: 52.5, lon: 13.4 },
+  seenAt: new Date().toISOString(),
+});
+
 describe("on NATS before 2.10 a registry of several types widens the filter to events.> and skips the rest", () => {
   it("filters on events.>, creates rows for registered types and acks unregistered ones without a row", async () => {
-    const wide: HandlerRegistry = {
-      ...notificationHandlers,
-      [EventType.SightingReported]: notificationHandlers[EventType.RelayMessageReceived],
-    };
+    const wide: HandlerRegistry = { ...notificationHandlers, [EventType.SightingReported]: sightingHandler };
     await startConsumer("notifier-wide", wide);
     expect(nc.info?.version).toMatch(/^2\.9\./);
     expect((await consumerInfo(nc, "notifier-wide")).config.filter_subject).toBe("events.>");
 
     const unregistered = { ...relayEnvelope("owner-wide"), type: EventType.AnimalLostReported };
-    const registered = { ...relayEnvelope("owner-wide"), type: EventType.SightingReported };
+    const registered = { ...relayEnvelope("owner-wide"), type: EventType.SightingReported, data: sightingData("owner-wide") };
     await publishEnvelope(nc, unregistered);
     await publishEnvelope(nc, registered);
     await drained("notifier-wide");
@@ -205,7 +245,8 @@ describe("on NATS before 2.10 a registry of several types widens the filter to e
 describe("adding a handler to the registry widens an existing consumer's filter at the next start", () => {
   it("updates the durable consumer's filter in place, keeping its position", async () => {
     const name = "notifier-upgrade";
-    const narrow = new NotificationConsumer({ nc, pool, logger, stream: TEST_STREAM, name, registry: notificationHandlers, concurrency: 1 });
+    const relayOnly: HandlerRegistry = { [EventType.RelayMessageReceived]: notificationHandlers[EventType.RelayMessageReceived] };
+    const narrow = new NotificationConsumer({ nc, pool, logger, stream: TEST_STREAM, name, registry: relayOnly, concurrency: 1 });
     await narrow.ensure();
     const before = await consumerInfo(nc, name);
     const wide = new NotificationConsumer({
@@ -214,7 +255,7 @@ describe("adding a handler to the registry widens an existing consumer's filter 
       logger,
       stream: TEST_STREAM,
       name,
-      registry: { ...notificationHandlers, [EventType.SightingReported]: notificationHandlers[EventType.RelayMessageReceived] },
+      registry: { ...relayOnly, [EventType.SightingReported]: sightingHandler },
       concurrency: 1,
     });
     await wide.ensure();

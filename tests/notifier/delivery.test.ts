@@ -1,12 +1,12 @@
 import { performance } from "node:perf_hooks";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { backoffMs, BACKOFF_CAP_MS, DELIVERY_ATTEMPTS } from "../../jobs/notification_deliver.js";
+import { backoffMs, BACKOFF_CAP_MS, DELIVERY_ATTEMPTS } from "../../notifier/delivery.js";
 import { createPool, withTransaction, type Pool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { buildDeliverers } from "../../notifier/deliverers/index.js";
-import { reasonCategory } from "../../notifier/reasons.js";
-import { enqueueDelivery, insertNotification, requeueStalledDeliveries, type Channel } from "../../notifier/store.js";
+import { enqueueDelivery, reasonCategory, type Channel } from "../../lib/notifications.js";
+import { insertNotification, requeueStalledDeliveries } from "../../notifier/store.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { freePort } from "../helpers/nats.js";
 import { eventually } from "../helpers/stream.js";
@@ -37,6 +37,8 @@ async function createNotification(recipient: string, channel: Channel, message =
       body: message,
       sourceEventId: event.id,
       eventType: EventType.RelayMessageReceived,
+      kind: "relay_message",
+      data: {},
       channel,
     });
     await enqueueDelivery(client, id!);

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { backoffMs, DELIVERY_ATTEMPTS } from "../../jobs/notification_deliver.js";
+import { backoffMs, DELIVERY_ATTEMPTS } from "../../notifier/delivery.js";
 import { EventType } from "../../lib/events.js";
 import { planFilter, serverAtLeast } from "../../notifier/consumer.js";
 import { describeSmtpFailure } from "../../notifier/deliverers/email.js";
-import { handledSubjects, InvalidEventError, notificationHandlers } from "../../notifier/handlers.js";
-import { reasonCategory } from "../../notifier/reasons.js";
+import { InvalidEventError } from "../../lib/events.js";
+import { draftNotifications, handledSubjects, notificationHandlers } from "../../notifier/handlers.js";
+import { reasonCategory } from "../../lib/notifications.js";
 import { relayEnvelope } from "./support.js";
 
 describe("reasonCategory is derived from last_error", () => {
@@ -48,12 +49,15 @@ describe("delivery retries: 3 attempts, exponential backoff capped at 2 s", () =
 });
 
 describe("the consumer's subject filter is derived from the handler registry", () => {
-  it("the registry handles relay messages only, so the filter is that one subject", () => {
-    expect(handledSubjects(notificationHandlers)).toEqual([EventType.RelayMessageReceived]);
-    expect(planFilter(handledSubjects(notificationHandlers), "2.9.25")).toEqual({
+  it("the registry's subjects are the filter: one subject alone, several as filter_subjects on 2.10+", () => {
+    const subjects = handledSubjects(notificationHandlers);
+    expect(subjects).toContain(EventType.RelayMessageReceived);
+    expect(subjects).toContain(EventType.SightingReported);
+    expect(planFilter([EventType.RelayMessageReceived], "2.9.25")).toEqual({
       filter: { filter_subject: EventType.RelayMessageReceived },
       skipsUnhandled: false,
     });
+    expect(planFilter(subjects, "2.10.0")).toEqual({ filter: { filter_subjects: subjects }, skipsUnhandled: false });
   });
 
   it("several subjects use filter_subjects on NATS 2.10 and later", () => {
@@ -79,18 +83,21 @@ describe("the consumer's subject filter is derived from the handler registry", (
 describe("the relay-message handler builds the recipient's notification", () => {
   it("addresses the report owner, keys it by the relay message and includes the message and the unverified contact", () => {
     const event = relayEnvelope("owner-1");
-    const draft = notificationHandlers[EventType.RelayMessageReceived]!(event);
-    const data = event.data as { relayMessageId: string; message: string; fromContact: string };
-    expect(draft.recipientActorId).toBe("owner-1");
-    expect(draft.sourceKey).toBe(`relay_message:${data.relayMessageId}`);
-    expect(draft.body).toContain(data.message);
-    expect(draft.body).toContain(data.fromContact);
-    expect(draft.body).toMatch(/not verified/);
+    const [draft, ...more] = draftNotifications(notificationHandlers, event)!;
+    const data = event.data;
+    expect(more).toHaveLength(0);
+    expect(draft!.kind).toBe("relay_message");
+    expect(draft!.data).toEqual({ lostReportId: data.lostReportId, relayMessageId: data.relayMessageId });
+    expect(draft!.recipientActorId).toBe("owner-1");
+    expect(draft!.sourceKey).toBe(`relay_message:${data.relayMessageId}`);
+    expect(draft!.body).toContain(data.message);
+    expect(draft!.body).toContain(data.fromContact);
+    expect(draft!.body).toMatch(/not verified/);
   });
 
   it("refuses data without a recipient as an invalid event", () => {
     const event = relayEnvelope("owner-1");
     delete (event.data as Record<string, unknown>).recipientActorId;
-    expect(() => notificationHandlers[EventType.RelayMessageReceived]!(event)).toThrow(InvalidEventError);
+    expect(() => draftNotifications(notificationHandlers, event)).toThrow(InvalidEventError);
   });
 });

@@ -1,12 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
+import type { TaskList } from "graphile-worker";
 import { pino } from "pino";
 import { busClient, type NatsConnection } from "../../lib/bus.js";
 import type { Env } from "../../lib/config.js";
 import type { Pool, Queryable } from "../../lib/db.js";
 import { EventType, type EventEnvelope } from "../../lib/events.js";
 import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
-import { makeNotificationDeliverTask, NOTIFICATION_DELIVER_TASK } from "../../jobs/notification_deliver.js";
+import { NOTIFICATION_DELIVER_TASK, notificationDeliverTask } from "../../jobs/notification-deliver.js";
+import { createDelivery } from "../../notifier/delivery.js";
 import type { Deliverers } from "../../notifier/deliverers/types.js";
 import { devEnv, TEST_STREAM } from "../helpers/app.js";
 import { freePort } from "../helpers/nats.js";
@@ -23,7 +25,7 @@ export function relayMessageData(recipientActorId: string, message = "I think I 
   };
 }
 
-export function relayEnvelope(recipientActorId: string, data = relayMessageData(recipientActorId)): EventEnvelope {
+export function relayEnvelope(recipientActorId: string, data = relayMessageData(recipientActorId)): EventEnvelope<typeof EventType.RelayMessageReceived> {
   return { id: randomUUID(), type: EventType.RelayMessageReceived, occurredAt: new Date().toISOString(), data };
 }
 
@@ -36,11 +38,12 @@ export async function publishEnvelope(nc: NatsConnection, envelope: EventEnvelop
   await busClient(nc).publish(envelope.type, JSON.stringify(envelope), { msgID: msgId });
 }
 
+/** The earlier `{channel}` preference: in_app means no email, email means email for every kind (when an address is set). */
 export async function setPreference(db: Queryable, actorId: string, channel: "email" | "in_app", email: string | null = null) {
   await db.query(
-    `insert into notification_preference (actor_id, channel, email) values ($1, $2, $3)
-     on conflict (actor_id) do update set channel = excluded.channel, email = excluded.email`,
-    [actorId, channel, email],
+    `insert into notification_preference (actor_id, email_kinds, email) values ($1, $2, $3)
+     on conflict (actor_id) do update set email_kinds = excluded.email_kinds, email = excluded.email`,
+    [actorId, channel === "in_app" ? [] : null, email],
   );
 }
 
@@ -65,10 +68,11 @@ export async function notificationsFor(db: Queryable, sourceEventIds: string[]):
   return rows;
 }
 
-/** The spec's invariant: grouping by source_event_id never counts above 1. */
+/** The invariant: grouping by (source event, recipient, channel) never counts above 1. */
 export async function maxRowsPerSourceEvent(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
-    `select coalesce(max(c), 0)::int as n from (select count(*) as c from notification group by source_event_id) t`,
+    `select coalesce(max(c), 0)::int as n
+     from (select count(*) as c from notification group by source_event_id, recipient_actor_id, channel) t`,
   );
   return rows[0]!.n;
 }
@@ -88,12 +92,12 @@ export async function consumerInfo(nc: NatsConnection, name = "notifier") {
 }
 
 /** A real graphile-worker runner with the delivery task, in the test process. */
-export function startDeliveryWorker(pool: Pool, deliverers: Deliverers): Promise<SupervisedWorker> {
+export function startDeliveryWorker(pool: Pool, deliverers: Deliverers, moreTasks: TaskList = {}): Promise<SupervisedWorker> {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
   return startWorker({
     pool,
     logger,
-    taskList: { [NOTIFICATION_DELIVER_TASK]: makeNotificationDeliverTask({ pool, deliverers, logger }) },
+    taskList: { [NOTIFICATION_DELIVER_TASK]: notificationDeliverTask(createDelivery({ pool, deliverers, logger })), ...moreTasks },
     concurrency: 4,
     pollInterval: 200,
   });

@@ -1,6 +1,6 @@
 import type { InjectOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { IP_BURST, IP_RATE_PER_SECOND, TokenBuckets } from "../../api/plugins/ipLimiter.js";
+import { IP_BURST, IP_RATE_PER_SECOND, TokenBuckets } from "../../api/plugins/ip-limiter.js";
 import { as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
 import { count, freshIp, lostReportBody, startHarness, type Harness } from "../safety/helpers.js";
 

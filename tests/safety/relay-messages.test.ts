@@ -4,7 +4,7 @@ import { as, buildTestApi, devEnv, TEST_STREAM, type TestApi } from "../helpers/
 import { freePort } from "../helpers/nats.js";
 import { ServiceProcess } from "../helpers/processes.js";
 import { eventually, readStream } from "../helpers/stream.js";
-import { call, count, createLostReport, expectProblem, freshActor, freshIp, moderate, startHarness, type Harness } from "./helpers.js";
+import { call, count, createFoundReport, createLostReport, expectProblem, freshActor, freshIp, moderate, startHarness, type Harness } from "./helpers.js";
 
 let h: Harness;
 
@@ -204,5 +204,49 @@ describe("one report receives at most 20 relay messages per day, whatever the se
     );
     expect((await relay(h.api, id)).statusCode).toBe(202);
     expectProblem(await relay(h.api, id), 429, "rate-limited");
+  });
+});
+
+describe("POST /v1/safety/found-reports/{id}/relay-message reaches the finder through the same relay", () => {
+  const toFinder = (id: string, ip = freshIp()) =>
+    h.api.app.inject({ method: "POST", url: `/v1/safety/found-reports/${id}/relay-message`, remoteAddress: ip, payload: body });
+
+  it("stores the message on the found report and emits the event with the finder as recipient, exposing no one", async () => {
+    const finder = freshActor("finder");
+    const id = await createFoundReport(h.api, finder);
+    const res = await toFinder(id);
+    expect(res.statusCode, res.body).toBe(202);
+    expect(res.body).not.toContain(finder);
+    expect(await count(h.db, `select 1 from safety_relay_message where found_report_id = $1 and lost_report_id is null`, [id])).toBe(1);
+    const { rows } = await h.db.pool.query(`select payload from outbox_event where type = $1 and payload->>'relayMessageId' = $2`, [
+      EventType.RelayMessageReceived,
+      res.json().id,
+    ]);
+    expect(rows[0].payload).toMatchObject({ recipientActorId: finder, foundReportId: id });
+    expect(rows[0].payload.lostReportId).toBeUndefined();
+  });
+
+  it("shares the per-IP limit with the lost-report door: the sixth message in an hour from one address is 429", async () => {
+    const ip = freshIp();
+    const lost = await createLostReport(h.api, freshActor("owner"));
+    const found = await createFoundReport(h.api, freshActor("finder"));
+    for (let i = 0; i < 3; i++) expect((await relay(h.api, lost, { ip })).statusCode).toBe(202);
+    for (let i = 0; i < 2; i++) expect((await toFinder(found, ip)).statusCode).toBe(202);
+    expectProblem(await toFinder(found, ip), 429, "rate-limited");
+  });
+
+  it("refuses a closed found report with 409 and an unknown one with 404, writing nothing", async () => {
+    const finder = freshActor("finder");
+    const id = await createFoundReport(h.api, finder);
+    const resolved = await call(h.api, {
+      method: "POST",
+      url: `/v1/safety/found-reports/${id}/resolve`,
+      headers: as(finder),
+      payload: { outcome: "reunited" },
+    });
+    expect(resolved.statusCode).toBe(200);
+    expectProblem(await toFinder(id), 409, "conflict");
+    expectProblem(await toFinder(crypto.randomUUID()), 404, "not-found");
+    expect(await count(h.db, `select 1 from safety_relay_message where found_report_id = $1`, [id])).toBe(0);
   });
 });

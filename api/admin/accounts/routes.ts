@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { AuditAction, AuditObject, writeAuditEvent } from "../../../lib/audit.js";
 import { withTransaction } from "../../../lib/db.js";
+import { EventType } from "../../../lib/events.js";
+import { recordEvent } from "../../../lib/outbox.js";
 import { problems } from "../../../lib/problems.js";
 import { getAccount, lockAccount, restoreAccount, suspendAccount } from "../../accounts/store.js";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../deps.js";
 import { requireActor } from "../../plugins/auth.js";
 import { problemResponses } from "../../plugins/openapi.js";
 import { RestoreBody, SuspendBody, SuspensionState, toSuspensionState, UserIdParams } from "./schemas.js";
@@ -54,6 +56,7 @@ export const adminAccountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { 
           objectId: userId,
           metadata: { reasonCode, reasonDetail, expiresAt, previousStatus: previous?.suspended ? "suspended" : "active" },
         });
+        await recordEvent(client, EventType.AccountSuspended, { userId, reasonCode, expiresAt }, request.log);
         return suspended;
       });
       return toSuspensionState(userId, account);

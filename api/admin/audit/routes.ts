@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../deps.js";
 import { problemResponses } from "../../plugins/openapi.js";
-import { decodeTimeIdCursor, toPage } from "../cursor.js";
+import { decodeTimeIdCursor, toPage } from "../../pagination.js";
 import { AuditEventPage, AuditEventsQuery } from "./schemas.js";
 import { listAuditEvents } from "./store.js";
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { page, PageQuery, Timestamp } from "../../schemas.js";
+import { page, PageQuery } from "../../pagination.js";
+import { Timestamp } from "../../schemas.js";
 
 const filter = z.string().trim().min(1).max(200).optional();
 

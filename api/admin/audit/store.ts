@@ -1,5 +1,5 @@
-import type { Queryable } from "../../../lib/db.js";
-import { exactTime, type TimeIdCursor } from "../cursor.js";
+import { exactTime, type Queryable } from "../../../lib/db.js";
+import type { TimeIdCursor } from "../../pagination.js";
 import type { AuditEventsFilter } from "./schemas.js";
 
 export interface AuditEventRow {

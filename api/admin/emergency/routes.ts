@@ -3,7 +3,7 @@ import { z } from "zod";
 import { AuditAction, AuditObject, writeAuditEvent } from "../../../lib/audit.js";
 import { withTransaction } from "../../../lib/db.js";
 import { problems } from "../../../lib/problems.js";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../deps.js";
 import { requireActor } from "../../plugins/auth.js";
 import { problemResponses } from "../../plugins/openapi.js";
 import { AnimalIdParams, RevokeBody } from "./schemas.js";

@@ -1,15 +1,18 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { AuditAction, AuditObject, writeAuditEvent } from "../../../lib/audit.js";
 import { withTransaction } from "../../../lib/db.js";
+import { EventType } from "../../../lib/events.js";
+import { recordEvent } from "../../../lib/outbox.js";
 import { problems } from "../../../lib/problems.js";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../deps.js";
 import { requireActor } from "../../plugins/auth.js";
 import { problemResponses } from "../../plugins/openapi.js";
 import { IdParams } from "../../schemas.js";
-import { decodeTimeIdCursor, toPage } from "../cursor.js";
+import { decodeTimeIdCursor, toPage } from "../../pagination.js";
 import { ActionBody, ModerationItem, ModerationQueuePage, QueueQuery } from "./schemas.js";
 import {
   applyContentState,
+  contentAuthor,
   claimReport,
   escalateReport,
   getReport,
@@ -131,7 +134,15 @@ export const adminModerationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app,
         if (current.claimedBy !== actor.id) throw problems.moderationClaimed();
 
         const contentState = contentStateFor[action];
-        if (contentState) await applyContentState(client, current, contentState, id, actor.id);
+        if (contentState) {
+          await applyContentState(client, current, contentState, id, actor.id);
+          const authorId = await contentAuthor(client, current);
+          if (authorId) {
+            const { targetType, targetId } = current;
+            const data = { authorId, targetType, targetId, state: contentState, moderationReportId: id };
+            await recordEvent(client, EventType.ContentModerated, data, request.log);
+          }
+        }
         if (action === "escalate") await escalateReport(client, id, note);
         else await resolveReport(client, id, actor.id, action, note);
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { page, PageQuery } from "../../schemas.js";
+import { MODERATION_TARGET_TYPES } from "../../../lib/moderation.js";
+import { page, PageQuery } from "../../pagination.js";
 
 export const QueueStatus = z.enum(["open", "claimed", "escalated"]);
 export type QueueStatus = z.output<typeof QueueStatus>;
@@ -17,7 +18,7 @@ export const ModerationItem = z
   .object({
     id: z.uuid(),
     reporterId: z.string(),
-    targetType: z.enum(["lost_report", "found_report", "sighting", "relay_message"]),
+    targetType: z.enum(MODERATION_TARGET_TYPES),
     targetId: z.uuid(),
     reason: z.string(),
     details: z.string().nullable(),

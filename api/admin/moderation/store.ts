@@ -1,5 +1,5 @@
-import type { Queryable } from "../../../lib/db.js";
-import { exactTime, type TimeIdCursor } from "../cursor.js";
+import { exactTime, type Queryable } from "../../../lib/db.js";
+import type { TimeIdCursor } from "../../pagination.js";
 import type { ModerationAction, ModerationItem, QueueStatus } from "./schemas.js";
 
 export type ModerationRow = Omit<ModerationItem, "claimedAt" | "resolvedAt" | "createdAt"> & {
@@ -108,4 +108,23 @@ export async function applyContentState(
        applied_at = now()`,
     [target.targetType, target.targetId, state, reportId, adminId],
   );
+}
+
+/** Who wrote the content, when it was written by an account (an anonymous relay message was not). */
+export async function contentAuthor(
+  client: Queryable,
+  target: { targetType: TargetType; targetId: string },
+): Promise<string | null> {
+  // Fixed SQL per target type; the author column is reporter_id, or uploader_id for a photo.
+  const authorSql: Record<TargetType, string | null> = {
+    lost_report: `select reporter_id as "authorId" from safety_lost_report where id = $1::uuid`,
+    found_report: `select reporter_id as "authorId" from safety_found_report where id = $1::uuid`,
+    sighting: `select reporter_id as "authorId" from safety_sighting where id = $1::uuid`,
+    relay_message: null,
+    photo: `select uploader_id as "authorId" from photo where id = $1::uuid`,
+  };
+  const sql = authorSql[target.targetType];
+  if (!sql) return null;
+  const { rows } = await client.query<{ authorId: string }>(sql, [target.targetId]);
+  return rows[0]?.authorId ?? null;
 }

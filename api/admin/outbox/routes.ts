@@ -10,11 +10,11 @@ import {
   REQUEUE_LIMIT,
 } from "../../../lib/outbox.js";
 import { problems } from "../../../lib/problems.js";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../deps.js";
 import { requireActor } from "../../plugins/auth.js";
 import { problemResponses } from "../../plugins/openapi.js";
 import { IdParams } from "../../schemas.js";
-import { decodeTimeIdCursor, toPage } from "../cursor.js";
+import { decodeTimeIdCursor, toPage } from "../../pagination.js";
 import { maskPayload } from "./mask.js";
 import { RequeueResult, StuckEventPage, StuckQuery } from "./schemas.js";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { PageQuery, page } from "../../schemas.js";
+import { page, PageQuery } from "../../pagination.js";
 
 const unitSeconds = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
 const MAX_OLDER_THAN_SECONDS = 30 * 86_400;

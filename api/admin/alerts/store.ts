@@ -1,0 +1,83 @@
+import { ALERTS_FANOUT_TASK } from "../../../lib/alerts.js";
+import type { Queryable } from "../../../lib/db.js";
+import type { ReportAlerts } from "./schemas.js";
+
+/**
+ * A lost report's alert reach for the console: counts and progress only,
+ * never a subscriber or a subscription's point.
+ */
+export async function reportAlerts(client: Queryable, reportId: string): Promise<ReportAlerts | null> {
+  const { rows: reports } = await client.query<{ status: string; moderationState: string | null; subscriptions: number; subscribers: number }>(
+    `select r.status, m.state as "moderationState",
+       (select count(*)::int from alert_subscription s
+        where s.area && r.coarse_location::geometry and st_dwithin(s.location, r.coarse_location, s.radius_m)
+          and (s.species is null or r.species = any(s.species)) and s.actor_id <> r.reporter_id) as subscriptions,
+       (select count(distinct s.actor_id)::int from alert_subscription s
+        where s.area && r.coarse_location::geometry and st_dwithin(s.location, r.coarse_location, s.radius_m)
+          and (s.species is null or r.species = any(s.species)) and s.actor_id <> r.reporter_id) as subscribers
+     from safety_lost_report r
+     left join moderation_content_state m on m.target_type = 'lost_report' and m.target_id = r.id
+     where r.id = $1::uuid`,
+    [reportId],
+  );
+  const report = reports[0];
+  if (!report) return null;
+
+  const { rows: states } = await client.query<{ fanoutEventId: string; status: string; n: number }>(
+    `select fanout_event_id as "fanoutEventId", status, count(*)::int as n from alert_ledger where report_id = $1::uuid group by 1, 2`,
+    [reportId],
+  );
+  const recipients = { pending: 0, notified: 0, deferred: 0, digested: 0, skipped: 0 };
+  for (const s of states) recipients[s.status as keyof typeof recipients] += s.n;
+
+  const { rows: fanouts } = await client.query(
+    `select f.event_id as "eventId", f.event_type as "eventType", f.status, f.stop_reason as "stopReason", f.recipients,
+       f.batch_size as "batchSize", f.notified, f.deferred, f.skipped, f.batches_done as "batchesDone", f.created_at as "startedAt",
+       f.updated_at as "updatedAt", f.finished_at as "finishedAt",
+       j.locked_at as "lockedAt", j.attempts, j.max_attempts as "maxAttempts", j.last_error as "lastError", j.run_at as "runAt",
+       (p.payload->>'batch')::int as "jobBatch"
+     from alert_fanout f
+     left join graphile_worker.jobs j on j.key = $2::text || ':' || f.report_id || ':' || f.event_id
+     left join graphile_worker._private_jobs p on p.id = j.id
+     where f.report_id = $1::uuid
+     order by f.created_at desc`,
+    [reportId, ALERTS_FANOUT_TASK],
+  );
+  return {
+    lostReportId: reportId,
+    reportStatus: report.status,
+    moderationState: report.moderationState,
+    subscriptionsInRange: report.subscriptions,
+    subscribersInRange: report.subscribers,
+    recipients,
+    fanouts: fanouts.map((f) => {
+      const pending = states.filter((s) => s.fanoutEventId === f.eventId && s.status === "pending").reduce((n, s) => n + s.n, 0);
+      return {
+        eventId: f.eventId,
+        eventType: f.eventType,
+        status: f.status,
+        stopReason: f.stopReason,
+        recipients: f.recipients,
+        notified: f.notified,
+        deferredToDigest: f.deferred,
+        skipped: f.skipped,
+        batchesDone: f.batchesDone,
+        batchesPending: f.recipients === null ? null : f.status === "running" ? Math.ceil(pending / f.batchSize) : 0,
+        startedAt: f.startedAt.toISOString(),
+        updatedAt: f.updatedAt.toISOString(),
+        finishedAt: f.finishedAt?.toISOString() ?? null,
+        job:
+          f.runAt === null
+            ? null
+            : {
+                state: f.lockedAt ? "running" : f.lastError ? "retrying" : "waiting",
+                batch: f.jobBatch ?? 0,
+                attempts: f.attempts,
+                maxAttempts: f.maxAttempts,
+                lastError: f.lastError,
+                runAt: f.runAt.toISOString(),
+              },
+      };
+    }),
+  };
+}

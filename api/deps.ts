@@ -1,0 +1,14 @@
+import type { JetStreamClient } from "../lib/bus.js";
+import type { ApiConfig } from "../lib/config.js";
+import type { Pool } from "../lib/db.js";
+import type { ObjectStorage } from "../lib/storage/index.js";
+
+/** What every route module is given (api/app.ts builds it; routes import only this type). */
+export interface AppDeps {
+  config: ApiConfig;
+  pool: Pool;
+  /** The bus, for admin requeue (it publishes through the relay's code path). */
+  js: JetStreamClient;
+  /** Photo bytes: the S3 bucket, or the local directory in development. */
+  storage: ObjectStorage;
+}

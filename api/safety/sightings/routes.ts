@@ -1,0 +1,83 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { withTransaction } from "../../../lib/db.js";
+import { EventType } from "../../../lib/events.js";
+import { recordEvent } from "../../../lib/outbox.js";
+import { problems } from "../../../lib/problems.js";
+import type { AppDeps } from "../../deps.js";
+import { decodeTimeIdCursor, page, PageQuery, toPage } from "../../pagination.js";
+import { requireActor } from "../../plugins/auth.js";
+import { problemResponses } from "../../plugins/openapi.js";
+import { Created, IdParams } from "../../schemas.js";
+import { isAdmin, lockVisibleLostReport, visibleTo } from "../access.js";
+import { getLostReport } from "../reports/store.js";
+import { CreateSightingBody, Sighting } from "./schemas.js";
+import * as store from "./store.js";
+import * as views from "./views.js";
+
+export const sightingRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool }) => {
+  app.post(
+    "/v1/safety/sightings",
+    {
+      config: { auth: "actor" },
+      schema: {
+        tags: ["safety"],
+        summary: "Report a sighting",
+        description:
+          "Optionally linked to a lost report, which must exist and be open (409 otherwise; 404 when moderated). " +
+          "Emits events.safety.sighting_reported.v1 with the report owner as recipientActorId and the coarse point only.",
+        body: CreateSightingBody,
+        response: { 201: Created, ...problemResponses(400, 401, 403, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const actor = requireActor(request);
+      const body = request.body;
+      const created = await withTransaction(pool, async (client) => {
+        const report = body.lostReportId ? await lockVisibleLostReport(client, body.lostReportId, actor) : null;
+        if (report && report.status !== "open") throw problems.conflict(`this report is ${report.status}`);
+        const sighting = await store.insertSighting(client, actor.id, body);
+        await recordEvent(
+          client,
+          EventType.SightingReported,
+          {
+            sightingId: sighting.id,
+            lostReportId: report?.id ?? null,
+            recipientActorId: report?.reporterId ?? null,
+            reporterId: actor.id,
+            location: { lat: sighting.coarseLat, lon: sighting.coarseLon },
+            seenAt: body.seenAt,
+          },
+          request.log,
+        );
+        return sighting;
+      });
+      return reply.code(201).send({ id: created.id, createdAt: created.createdAt.toISOString() });
+    },
+  );
+
+  app.get(
+    "/v1/safety/lost-reports/:id/sightings",
+    {
+      config: { auth: "public" },
+      schema: {
+        tags: ["safety"],
+        summary: "Sightings of a lost report",
+        description:
+          "No authentication. Newest first, paginated; coarse points only. Sightings with a moderation_content_state " +
+          "row are left out, except for platform admins and the sighting's own reporter, who see them with " +
+          "moderationState. A moderated report is 404 except to its reporter and admins.",
+        params: IdParams,
+        querystring: PageQuery,
+        response: { 200: page(Sighting), ...problemResponses(400, 404) },
+      },
+    },
+    async (request) => {
+      const { limit, cursor } = request.query;
+      const after = decodeTimeIdCursor(cursor);
+      const report = visibleTo(await getLostReport(pool, request.params.id), request.actor, "lost report");
+      const viewer = { actorId: request.actor?.id ?? null, isAdmin: request.actor ? isAdmin(request.actor) : false };
+      const rows = await store.listSightings(pool, report.id, viewer, after, limit + 1);
+      return toPage(rows, limit, views.sighting);
+    },
+  );
+};

@@ -1,0 +1,125 @@
+/**
+ * The notification contract, shared by the API (listings, replay), the
+ * notifier (writing and delivering) and the admin console. Every list here is
+ * the single source: the types derive from it, and the SQL check constraints
+ * are tested against it (tests/foundation/notification-contract.test.ts).
+ * It imports nothing, so the admin console's bundle can import it too.
+ */
+
+/** The slice of a pg client this module needs (lib/db.ts Queryable fits it). */
+interface Queryable {
+  query<R>(text: string, values?: unknown[]): Promise<{ rows: R[] }>;
+}
+
+export const CHANNELS = ["in_app", "email"] as const;
+export type Channel = (typeof CHANNELS)[number];
+
+export const NOTIFICATION_STATUSES = ["pending", "sent", "failed", "dead_letter"] as const;
+export type NotificationStatus = (typeof NOTIFICATION_STATUSES)[number];
+
+/** Statuses the failures listing and replay deal with. */
+export const FAILURE_STATUSES = ["failed", "dead_letter"] as const satisfies readonly NotificationStatus[];
+export type FailureStatus = (typeof FAILURE_STATUSES)[number];
+
+/** What a notification is about (contract, part 2); a recipient may limit email to some kinds. */
+export const NOTIFICATION_KINDS = [
+  "relay_message",
+  "sighting",
+  "match",
+  "nearby_lost",
+  "tag_scanned",
+  "report_expiring",
+  "content_moderated",
+  "account_suspended",
+] as const;
+export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+// ---- delivery jobs ----------------------------------------------------------
+
+export const NOTIFICATION_DELIVER_TASK = "notification_deliver";
+/**
+ * graphile-worker attempts of the delivery job. Delivery retries happen inside
+ * the job; these only cover the job itself failing (Postgres unreachable).
+ */
+export const DELIVER_JOB_MAX_ATTEMPTS = 5;
+
+/**
+ * Queues delivery jobs in the caller's transaction, one add_jobs call for the
+ * lot. The job key makes a second enqueue of a waiting job replace it rather
+ * than add another; a job held by a worker that died is superseded.
+ */
+export async function enqueueDeliveries(
+  client: Queryable,
+  notificationIds: string[],
+  options: { priority?: number } = {},
+): Promise<void> {
+  if (notificationIds.length === 0) return;
+  // priority: graphile-worker runs lower numbers first (null is 0); bulk alerts pass a higher one.
+  await client.query(
+    `select from graphile_worker.add_jobs(
+       array(select ($1::text, json_build_object('notificationId', id), null, null, $2::smallint, $1::text || ':' || id, $4::smallint, null)::graphile_worker.job_spec
+             from unnest($3::uuid[]) as id))`,
+    [NOTIFICATION_DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS, notificationIds, options.priority ?? null],
+  );
+}
+
+export async function enqueueDelivery(client: Queryable, notificationId: string): Promise<void> {
+  await enqueueDeliveries(client, [notificationId]);
+}
+
+// ---- the delivery lock ------------------------------------------------------
+
+/** Key of the advisory lock a delivery holds, so one notification never has two deliveries at once. */
+export function deliveryLockKey(notificationId: string): string {
+  return `${NOTIFICATION_DELIVER_TASK}:${notificationId}`;
+}
+
+/** Session lock, held by the delivery job on its own client. */
+export async function tryLockDelivery(client: Queryable, notificationId: string): Promise<boolean> {
+  const { rows } = await client.query<{ locked: boolean }>(
+    `select pg_try_advisory_lock(hashtextextended($1::text, 0)) as locked`,
+    [deliveryLockKey(notificationId)],
+  );
+  return rows[0]!.locked;
+}
+
+export async function unlockDelivery(client: Queryable, notificationId: string): Promise<void> {
+  await client.query(`select pg_advisory_unlock(hashtextextended($1::text, 0))`, [deliveryLockKey(notificationId)]);
+}
+
+/** For the replay transaction: false while a delivery of this notification is running. */
+export async function tryLockDeliveryInTransaction(client: Queryable, notificationId: string): Promise<boolean> {
+  const { rows } = await client.query<{ locked: boolean }>(
+    `select pg_try_advisory_xact_lock(hashtextextended($1::text, 0)) as locked`,
+    [deliveryLockKey(notificationId)],
+  );
+  return rows[0]!.locked;
+}
+
+// ---- reason categories ------------------------------------------------------
+
+/**
+ * The failures console's reasonCategory, derived from last_error. Permanent
+ * means a resend cannot help (no deliverer, no address, the provider refused
+ * the message); transient means it may succeed later (timeouts, connection
+ * errors, SMTP 4xx). An error we do not recognise is treated as transient, so
+ * an operator may still replay it.
+ */
+export const REASON_CATEGORIES = ["transient", "permanent"] as const;
+export type ReasonCategory = (typeof REASON_CATEGORIES)[number];
+
+export const NO_DELIVERER = "no deliverer configured for channel";
+export const NO_ADDRESS = "no email address configured for recipient";
+export const PROVIDER_REJECTED = "provider rejected";
+
+const permanentPatterns = [
+  new RegExp(NO_DELIVERER, "i"),
+  new RegExp(NO_ADDRESS, "i"),
+  new RegExp(PROVIDER_REJECTED, "i"),
+  /\bsmtp 5\d\d\b/i,
+];
+
+export function reasonCategory(lastError: string | null): ReasonCategory {
+  if (lastError && permanentPatterns.some((p) => p.test(lastError))) return "permanent";
+  return "transient";
+}

@@ -1,0 +1,66 @@
+import { withTransaction, type Pool } from "../../lib/db.js";
+import { EventType } from "../../lib/events.js";
+import type { Logger } from "../../lib/logger.js";
+import { SUGGESTION_THRESHOLD, type MatchKind } from "../../lib/matches.js";
+import { recordEventBatch } from "../../lib/outbox.js";
+import type { MatchSubjectRef } from "../../jobs/match-subject.js";
+import { CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, distanceKm, scoreMatch } from "./score.js";
+import { findCandidates, loadSide, upsertSuggestions, withdrawSuggestions, type MatchSide, type ScoredPair } from "./store.js";
+
+const matchKindOf = (side: MatchSide): MatchKind => (side.ref.kind === "sighting" ? "sighting" : "found_report");
+
+/**
+ * Matches one report or sighting against its candidates, in one transaction:
+ * scores each pair (score.ts), keeps those from the threshold up, withdraws
+ * this side's suggestions that fell below it, and records a match_suggested
+ * event for each pair suggested for the first time. A re-run (replay, PATCH,
+ * new photo) updates scores and suggests nothing twice; a side that is closed
+ * or moderated suggests nothing.
+ */
+export function createMatcher({ pool, logger }: { pool: Pool; logger: Logger }) {
+  return async (ref: MatchSubjectRef): Promise<void> => {
+    const started = performance.now();
+    const outcome = await withTransaction(pool, async (client) => {
+      const side = await loadSide(client, ref);
+      if (!side || !side.eligible) return { candidates: 0, suggested: 0 };
+      const candidates = await findCandidates(client, side, {
+        radiusM: CANDIDATE_RADIUS_KM * 1000,
+        lostAfterMs: CANDIDATE_LOST_AFTER_MS,
+        lostBeforeMs: CANDIDATE_LOST_BEFORE_MS,
+      });
+      const pairs: Array<ScoredPair & { lost: MatchSide; other: MatchSide }> = [];
+      for (const candidate of candidates) {
+        const [lost, other] = side.ref.kind === "lost" ? [side, candidate] : [candidate, side];
+        const result = scoreMatch(lost, other);
+        if (result.score < SUGGESTION_THRESHOLD) continue;
+        pairs.push({
+          lost,
+          other,
+          lostReportId: lost.ref.id,
+          kind: matchKindOf(other),
+          targetId: other.ref.id,
+          score: Math.round(result.score * 1000) / 1000,
+          reasons: result.reasons,
+          distanceM: Math.round(distanceKm(lost.point, other.point) * 1000),
+        });
+      }
+      await withdrawSuggestions(client, ref, pairs);
+      const inserted = await upsertSuggestions(client, pairs);
+      const events = inserted.map((row) => {
+        const pair = pairs.find((p) => p.lostReportId === row.lostReportId && p.targetId === row.targetId)!;
+        return {
+          matchId: row.id,
+          lostReportId: row.lostReportId,
+          lostReporterId: pair.lost.reporterId,
+          kind: row.kind,
+          targetId: row.targetId,
+          targetReporterId: pair.other.reporterId,
+          score: pair.score,
+        };
+      });
+      await recordEventBatch(client, EventType.MatchSuggested, events);
+      return { candidates: candidates.length, suggested: inserted.length };
+    });
+    logger.info({ subject: ref, ...outcome, ms: Math.round(performance.now() - started) }, "matching: subject matched");
+  };
+}

@@ -1,0 +1,171 @@
+import type { Queryable } from "../../lib/db.js";
+import type { MatchKind, MatchReason } from "../../lib/matches.js";
+import type { MatchSubjectRef } from "../../jobs/match-subject.js";
+import type { MatchSubject } from "./score.js";
+
+/** A report or sighting as the matcher sees it: what scoring reads, who reported it, and whether it may take part. */
+export interface MatchSide extends MatchSubject {
+  ref: MatchSubjectRef;
+  reporterId: string;
+  /** Open (sightings always are) and not quarantined or removed. */
+  eligible: boolean;
+}
+
+const point = (column: string) => `st_y(${column}::geometry) as lat, st_x(${column}::geometry) as lon`;
+const unmoderated = (targetType: string, id: string) =>
+  `not exists (select from moderation_content_state m where m.target_type = '${targetType}' and m.target_id = ${id})`;
+
+/** The dHashes of a report's ready photos that no moderator hid, oldest first; sightings have none. */
+const readyPhotoHashes = (column: string) =>
+  `array(select p.phash from photo p
+     where p.${column} = r.id and p.status = 'ready'
+       and ${unmoderated("photo", "p.id")}
+     order by p.created_at, p.id)`;
+
+/** Selects a side's columns from `r` (its table), `at` being its time column. */
+const sideColumns = (kind: MatchSubjectRef["kind"], at: string) => {
+  const report = kind !== "sighting";
+  return `r.id, r.reporter_id as "reporterId", r.species, r.breed, r.colors,
+    ${report ? "r.sex, r.microchip_id" : "null::text as sex, null::text"} as "microchipId",
+    ${report ? "r.distinguishing_marks" : "null::text"} as marks,
+    ${report ? "r.description" : "r.note"} as description,
+    ${point("r.coarse_location")}, r.${at} as at,
+    ${report ? readyPhotoHashes(kind === "lost" ? "lost_report_id" : "found_report_id") : "'{}'::text[]"} as "photoHashes",
+    ${report ? "r.status = 'open'" : "true"}
+      and ${unmoderated(kind === "lost" ? "lost_report" : kind === "found" ? "found_report" : "sighting", "r.id")} as eligible`;
+};
+
+const tables = {
+  lost: { table: "safety_lost_report", at: "last_seen_at" },
+  found: { table: "safety_found_report", at: "found_at" },
+  sighting: { table: "safety_sighting", at: "seen_at" },
+} as const;
+
+interface SideRow {
+  id: string;
+  reporterId: string;
+  species: string | null;
+  breed: string | null;
+  colors: string[];
+  sex: string | null;
+  microchipId: string | null;
+  marks: string | null;
+  description: string | null;
+  lat: number;
+  lon: number;
+  at: Date;
+  photoHashes: string[];
+  eligible: boolean;
+}
+
+const toSide = (kind: MatchSubjectRef["kind"], row: SideRow): MatchSide => ({
+  ref: { kind, id: row.id },
+  reporterId: row.reporterId,
+  eligible: row.eligible,
+  species: row.species ?? "",
+  breed: row.breed,
+  colors: row.colors,
+  sex: row.sex,
+  microchipId: row.microchipId,
+  marks: row.marks,
+  description: row.description,
+  point: { lat: row.lat, lon: row.lon },
+  at: row.at,
+  photoHashes: row.photoHashes,
+});
+
+export async function loadSide(client: Queryable, ref: MatchSubjectRef): Promise<MatchSide | null> {
+  const { table, at } = tables[ref.kind];
+  const { rows } = await client.query<SideRow>(`select ${sideColumns(ref.kind, at)} from ${table} r where r.id = $1::uuid`, [ref.id]);
+  const row = rows[0];
+  // An unlinked sighting without an animal description does not take part.
+  if (!row || row.species === null) return null;
+  return toSide(ref.kind, row);
+}
+
+/**
+ * The candidates of a side, found through each table's partial GiST index on
+ * the coarse point (open reports, unlinked described sightings): the same
+ * species within radius, in the contract's time window (the lost report last
+ * seen at most 2 h after the other's time and at most 60 days before it),
+ * open and not moderated.
+ */
+export async function findCandidates(
+  client: Queryable,
+  side: MatchSide,
+  window: { radiusM: number; lostAfterMs: number; lostBeforeMs: number },
+): Promise<MatchSide[]> {
+  const origin = `st_setsrid(st_makepoint($2::double precision, $3::double precision), 4326)::geography`;
+  const values = [side.species, side.point.lon, side.point.lat, side.at, window.radiusM, window.lostAfterMs / 1000, window.lostBeforeMs / 1000];
+  const nearby = (kind: MatchSubjectRef["kind"], extra: string, timeWindow: string) => {
+    const { table, at } = tables[kind];
+    return `select ${sideColumns(kind, at)}, '${kind}' as kind from ${table} r
+      where r.species = $1::text and ${extra}
+        and st_dwithin(r.coarse_location, ${origin}, $5::double precision, false)
+        and ${timeWindow}`;
+  };
+  // Times in the window are relative to the lost report's lastSeenAt (L) and the other's time (O): O - 60 d <= L <= O + 2 h.
+  const lostWindow = `r.last_seen_at between $4::timestamptz - make_interval(secs => $7::double precision) and $4::timestamptz + make_interval(secs => $6::double precision)`;
+  const otherWindow = (at: string) =>
+    `r.${at} between $4::timestamptz - make_interval(secs => $6::double precision) and $4::timestamptz + make_interval(secs => $7::double precision)`;
+  const sql =
+    side.ref.kind === "lost"
+      ? `select * from (${nearby("found", "r.status = 'open'", otherWindow("found_at"))}
+          union all ${nearby("sighting", "r.lost_report_id is null", otherWindow("seen_at"))}) c where c.eligible`
+      : `select * from (${nearby("lost", "r.status = 'open'", lostWindow)}) c where c.eligible`;
+  const { rows } = await client.query<SideRow & { kind: MatchSubjectRef["kind"] }>(sql, values);
+  return rows.map((row) => toSide(row.kind, row));
+}
+
+export interface ScoredPair {
+  lostReportId: string;
+  kind: MatchKind;
+  targetId: string;
+  score: number;
+  reasons: MatchReason[];
+  distanceM: number;
+}
+
+/**
+ * Writes the pairs at or above the threshold: new ones are inserted, and a
+ * re-run updates a suggestion's score and reasons. A confirmed or dismissed
+ * pair is left as it is, so a dismissed pair never comes back. Returns the
+ * pairs inserted by this call.
+ */
+export async function upsertSuggestions(client: Queryable, pairs: ScoredPair[]): Promise<Array<{ id: string; lostReportId: string; kind: MatchKind; targetId: string }>> {
+  if (pairs.length === 0) return [];
+  const { rows } = await client.query<{ id: string; lostReportId: string; kind: MatchKind; targetId: string; inserted: boolean }>(
+    `insert into safety_match (lost_report_id, kind, target_id, score, reasons, distance_m)
+     select p.lost_report_id, p.kind, p.target_id, p.score, string_to_array(p.reasons, ','), p.distance_m
+     from unnest($1::uuid[], $2::text[], $3::uuid[], $4::double precision[], $5::text[], $6::double precision[])
+       as p(lost_report_id, kind, target_id, score, reasons, distance_m)
+     on conflict (lost_report_id, kind, target_id) do update
+       set score = excluded.score, reasons = excluded.reasons, distance_m = excluded.distance_m, updated_at = now()
+       where safety_match.status = 'suggested'
+     returning id, lost_report_id as "lostReportId", kind, target_id as "targetId", (xmax = 0) as inserted`,
+    [
+      pairs.map((p) => p.lostReportId),
+      pairs.map((p) => p.kind),
+      pairs.map((p) => p.targetId),
+      pairs.map((p) => p.score),
+      pairs.map((p) => p.reasons.join(",")),
+      pairs.map((p) => p.distanceM),
+    ],
+  );
+  return rows.filter((r) => r.inserted).map(({ inserted: _inserted, ...row }) => row);
+}
+
+/** Suggestions of this side that no longer reach the threshold (a PATCH moved the report, say) are withdrawn. */
+export async function withdrawSuggestions(client: Queryable, ref: MatchSubjectRef, keep: ScoredPair[]): Promise<number> {
+  const column = ref.kind === "lost" ? "lost_report_id" : "target_id";
+  const kindFilter = ref.kind === "lost" ? "" : `and kind = '${ref.kind === "found" ? "found_report" : "sighting"}'`;
+  const { rowCount } = await client.query(
+    `delete from safety_match
+     where ${column} = $1::uuid ${kindFilter} and status = 'suggested'
+       and not (coalesce(id in (select m.id from safety_match m
+         join unnest($2::uuid[], $3::uuid[]) as k(lost_report_id, target_id)
+           on m.lost_report_id = k.lost_report_id and m.target_id = k.target_id), false))`,
+    [ref.id, keep.map((p) => p.lostReportId), keep.map((p) => p.targetId)],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,23 @@
+import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
+import { PHOTO_DELETE_TASK, photoDeleteTask } from "../../jobs/photo-delete.js";
+import { PHOTO_PROCESS_TASK, photoProcessTask } from "../../jobs/photo-process.js";
+import { createPhotoObjectDeleter } from "./delete.js";
+import { createPhotoProcessor, type PhotoJobDeps } from "./process.js";
+
+/**
+ * The photo jobs on a graphile-worker runner of their own: a runner fetches
+ * only the tasks it knows, so a few slow decodes (CPU and about 10 MB of
+ * raster each) never hold up notification deliveries, and the decode
+ * concurrency is set apart from the notifier's.
+ */
+export function startPhotoWorker(deps: PhotoJobDeps, concurrency: number): Promise<SupervisedWorker> {
+  return startWorker({
+    pool: deps.pool,
+    logger: deps.logger,
+    taskList: {
+      [PHOTO_PROCESS_TASK]: photoProcessTask(createPhotoProcessor(deps)),
+      [PHOTO_DELETE_TASK]: photoDeleteTask(createPhotoObjectDeleter(deps)),
+    },
+    concurrency,
+  });
+}
