@@ -5,6 +5,12 @@
  * in the percentiles instead of silently lowering the offered rate
  * (coordinated omission).
  *
+ * Before the measured requests it warms up: a second of the same kind of
+ * request (own actors, another address), so the first measured request does
+ * not pay for loading and compiling the HTTP client, and its sockets are open
+ * (issue 19: an unwarmed first capacity step sent 115 requests late and
+ * read p95 870 ms).
+ *
  * Input (argv[2], JSON): { baseUrl, rate, durationSec, kind, connections, seed }.
  * Output (stdout, JSON): { latenciesMs, statuses, sent, late }.
  */
@@ -12,6 +18,7 @@ import http from "node:http";
 
 interface Plan {
   baseUrl: string;
+  baseUrls?: string[];
   /** requests per second; 0 = unpaced (all at once, up to `count`) */
   rate: number;
   durationSec: number;
@@ -23,13 +30,18 @@ interface Plan {
   /** Unique per load: actors never repeat across loads, so the 5-per-hour creation throttle never bites. */
   runId: string;
   lostReportIds?: string[];
+  /** false skips the warm-up (the limiter's burst counts from a cold bucket either way: warm-up uses other addresses). */
+  warmUp?: boolean;
 }
 
 const plan: Plan = JSON.parse(process.argv[2]!);
-const url = new URL(plan.baseUrl);
+/** Several API instances: request i goes to baseUrls[i mod n], as a round-robin balancer would send it. */
+const urls = (plan.baseUrls ?? [plan.baseUrl]).map((u) => new URL(u));
 const agent = new http.Agent({ keepAlive: true, maxSockets: plan.connections });
 
+/** Warm-up requests count down from -1, so they never share an actor or an address with measured ones. */
 function ipFor(i: number): string {
+  if (i < 0) return `10.255.${(-i >> 8) & 255}.${-i & 255}`;
   if (plan.singleIp) return "198.51.100.7";
   return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 }
@@ -78,6 +90,7 @@ function requestFor(i: number): { method: string; path: string; headers: Record<
 
 function send(i: number): Promise<number> {
   const spec = requestFor(i);
+  const url = urls[Math.abs(i) % urls.length]!;
   return new Promise((resolve) => {
     const req = http.request(
       { host: url.hostname, port: url.port, method: spec.method, path: spec.path, headers: spec.headers, agent },
@@ -91,6 +104,21 @@ function send(i: number): Promise<number> {
     else req.end();
   });
 }
+
+async function warmUp(): Promise<void> {
+  const count = Math.min(200, Math.max(20, plan.rate || 20));
+  const start = performance.now();
+  const sent: Promise<number>[] = [];
+  for (let k = 1; k <= count; k++) {
+    const wait = start + (k * 1000) / count - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    sent.push(send(-k));
+  }
+  await Promise.all(sent);
+  await new Promise((r) => setTimeout(r, 200));
+}
+
+if (plan.warmUp !== false) await warmUp();
 
 const total = plan.rate > 0 ? Math.round(plan.rate * plan.durationSec) : (plan.count ?? 100);
 const latenciesMs = new Array<number>(total);

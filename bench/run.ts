@@ -1,32 +1,52 @@
 /**
  * `npm run bench`: brings up the API, the relay and the notifier against the
  * configured Postgres (a database of its own, `ass_bench`) and a NATS server
- * of its own (or NATS_URL when no nats-server binary is found), seeds data,
- * runs the scenarios of issue 6 and prints one table. Results also go to
- * bench/results/<date>.json. BENCH_QUICK=1 shortens every phase.
+ * of its own (or NATS_URL when no nats-server binary is found), runs the
+ * scenarios, and prints one table in which every figure stands beside its raw
+ * baseline from the same run (bench/baselines.ts) and their ratio. Results go
+ * to bench/results/<date>.json. BENCH_QUICK=1 shortens every phase;
+ * `-- --profile` runs each process under V8's CPU profiler and writes the
+ * profiles with a top-20 summary to bench/results/profile-<time>/.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { EventType } from "../lib/events.js";
+import {
+  createRawStream,
+  createRawTables,
+  rawAlertsLatency,
+  rawConsumeInsertLatency,
+  rawPublishLatency,
+  rawPublishThroughput,
+  rawWriteLatency,
+  rawWriteThroughput,
+} from "./baselines.js";
 import { log, machine, startBenchStack } from "./stack.js";
 import { load, runId } from "./load.js";
+import { summariseProfiles } from "./profile.js";
 import { round, summarize } from "./stats.js";
 
 const quick = process.env.BENCH_QUICK === "1";
+const profile = process.argv.includes("--profile");
 const root = path.resolve(import.meta.dirname, "..");
 const STREAM = "EVENTS";
+const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-");
+const profileDir = profile ? path.join(root, "bench/results", `profile-${stamp}`) : undefined;
 
+/** Issue 19's targets on this machine. */
 const targets = {
-  writeP95Ms: 10,
-  alertsP95Ms: 25,
-  capacityRps: 1000,
-  outboxP95Ms: 50,
-  relayDrainPerSec: 5000,
-  notifierP95Ms: 200,
+  writeP95Ms: 5,
+  alertsP95Ms: 10,
+  capacityShareOfRaw: 0.5,
+  outboxP95Ms: 20,
+  relayShareOfRawPublish: 0.6,
+  notifierP95Ms: 20,
   limiterBurst: [40, 42] as const,
 };
+const alertReports = quick ? 100_000 : 1_000_000;
+const rawClients = 10;
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -38,10 +58,9 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promis
   throw new Error("timed out");
 }
 
-
 // ---------------------------------------------------------------------------
-log("preparing database, bus and processes");
-const stack = await startBenchStack("ass_bench");
+log(`preparing database, bus and processes${profile ? " (CPU profiling on)" : ""}`);
+const stack = await startBenchStack("ass_bench", { profileDir });
 const { baseUrl, pool, natsUrl } = stack;
 const count = async (sql: string, values: unknown[] = []) => Number((await pool.query(sql, values)).rows[0].n);
 const backlogLeft = async () =>
@@ -50,41 +69,38 @@ const nc = await connect({ servers: natsUrl });
 const jsm = await jetstreamManager(nc);
 const js = jetstream(nc);
 
-const results: Record<string, unknown> = {
-  date: new Date().toISOString(),
-  machine: machine(),
-  quick,
-};
-const table: Array<[string, string, string, string]> = [];
-const row = (name: string, figure: string, target: string, note = "") => table.push([name, figure, target, note]);
-const ms = (v: number) => `${v} ms`;
+const results: Record<string, unknown> = { date: new Date().toISOString(), machine: machine(), quick, profile };
+type Row = [scenario: string, figure: string, baseline: string, ratio: string, target: string, note: string];
+const table: Row[] = [];
+const row = (...r: Row) => table.push(r);
+const triple = (s: { p50: number; p95: number; p99: number }) => `${s.p50} / ${s.p95} / ${s.p99} ms`;
+const ratio = (a: number, b: number) => (b > 0 ? `${round(a / b, 2)}×` : "—");
 
-// 1. Spec baseline -----------------------------------------------------------
+// 0. Raw write baselines, relay idle -------------------------------------------
+log("baselines: raw two-insert transactions on trigger-less copies of the tables, relay stopped");
+await stack.stopRelay();
+await createRawTables(pool);
+await createRawStream(jsm);
+const rawSeconds = quick ? 3 : 10;
+const rawWrite = await rawWriteLatency(pool, 15, quick ? 5 : 20);
+const rawTps = await rawWriteThroughput(pool, { clients: rawClients, seconds: rawSeconds });
+// The same transaction on the project's own tables, relay still idle: what the outbox trigger's add_job costs.
+const triggeredTps = await rawWriteThroughput(pool, { clients: rawClients, seconds: rawSeconds, triggered: true });
+results.rawWrite = { latencyAt15: rawWrite, tps: round(rawTps, 0), tpsWithProjectTriggers: round(triggeredTps, 0), clients: rawClients };
+log(`  raw: p95 ${rawWrite.p95} ms at 15/s; ${round(rawTps, 0)} tx/s (with the project's triggers ${round(triggeredTps, 0)} tx/s)`);
+await pool.query(`delete from outbox_event where payload ? 'rawBaseline'`);
+await stack.restartRelay();
+
+// 1. Spec baseline: writes ---------------------------------------------------------
 log("scenario 1: 15 rps of creates");
 const writes = await load({ baseUrl, rate: 15, durationSec: quick ? 10 : 60, kind: "create", connections: 16 });
 const share201 = (writes.statuses["201"] ?? 0) / writes.sent;
 results.specWrites = { ...writes.latency, share201, statuses: writes.statuses };
-row("write @15 rps p50/p95/p99", `${writes.latency.p50} / ${writes.latency.p95} / ${writes.latency.p99} ms`, `p95 ≤ ${targets.writeP95Ms} ms`, `${round(share201 * 100, 1)}% 201`);
-
-log("seeding 100,000 open lost reports over a country-sized area");
-await pool.query(`
-  insert into safety_lost_report (reporter_id, species, animal_name, last_seen_at, location, coarse_location)
-  select 'seed-' || n, (array['dog','cat','bird','rabbit','other'])[1 + n % 5], 'Seed ' || n, now() - interval '1 day',
-         st_setsrid(st_makepoint(lon, lat), 4326)::geography,
-         st_setsrid(st_makepoint(round(lon::numeric, 2)::float8, round(lat::numeric, 2)::float8), 4326)::geography
-  from (select n, 42 + random() * 9 as lat, -4 + random() * 12 as lon from generate_series(1, 100000) n) s`);
-// Settle what the 100k-row insert set off (the autovacuum it triggers, a checkpoint for its WAL)
-// now, so neither lands in the capacity steps: measured, an unsettled first step's p95 was 6x worse.
-await pool.query("vacuum (analyze) safety_lost_report");
-await pool.query("checkpoint");
-log("scenario 1: 15 rps of alerts reads");
-const reads = await load({ baseUrl, rate: 15, durationSec: quick ? 10 : 60, kind: "alerts", connections: 16 });
-results.specReads = { ...reads.latency, statuses: reads.statuses };
-row("alerts @15 rps, 100k reports p50/p95/p99", `${reads.latency.p50} / ${reads.latency.p95} / ${reads.latency.p99} ms`, `p95 ≤ ${targets.alertsP95Ms} ms`, `${reads.statuses["200"] ?? 0}/${reads.sent} 200`);
+row("write @15 rps p50/p95/p99", triple(writes.latency), `raw tx ${triple(rawWrite)}`, ratio(writes.latency.p95, rawWrite.p95), `p95 ≤ ${targets.writeP95Ms} ms`, `${round(share201 * 100, 1)}% 201`);
 
 // 2. Capacity ---------------------------------------------------------------
 log("scenario 2: capacity steps");
-const steps = quick ? [100, 400, 800, 1200] : [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1700, 2000];
+const steps = quick ? [100, 300, 600, 900] : [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1700, 2000];
 const capacity: Array<{ rate: number; p95: number; errors: number; late: number }> = [];
 let held: { rate: number; p95: number } | null = null;
 for (const rate of steps) {
@@ -96,48 +112,19 @@ for (const rate of steps) {
   held = { rate, p95: step.latency.p95 };
 }
 results.capacity = { steps: capacity, held };
-
-// Raw baseline: the same two-insert transaction straight through pg.
-log("baseline: raw two-insert transactions through pg");
-const rawSeconds = quick ? 3 : 10;
-let rawCount = 0;
-{
-  const deadline = Date.now() + rawSeconds * 1000;
-  const workers = Array.from({ length: 20 }, async (_, w) => {
-    const client = await pool.connect();
-    try {
-      for (let i = 0; Date.now() < deadline; i++) {
-        await client.query("begin");
-        const { rows } = await client.query(
-          `insert into safety_lost_report (reporter_id, species, last_seen_at, location, coarse_location)
-           values ($1, 'dog', now(), 'SRID=4326;POINT(2.35 48.85)', 'SRID=4326;POINT(2.35 48.85)') returning id`,
-          [`raw-${w}-${i}`],
-        );
-        await client.query(`insert into outbox_event (type, payload) values ($1, $2)`, [
-          EventType.AnimalLostReported,
-          JSON.stringify({ reportId: rows[0].id }),
-        ]);
-        await client.query("commit");
-        rawCount++;
-      }
-    } finally {
-      client.release();
-    }
-  });
-  await Promise.all(workers);
-}
-const rawTps = rawCount / rawSeconds;
-results.rawWriteTps = round(rawTps, 0);
 row(
   "capacity (writes/s held, p95 ≤ 50 ms)",
   held ? `${held.rate} /s (p95 ${held.p95} ms)` : "none",
-  `≥ ${targets.capacityRps} /s`,
-  `raw pg tx ${round(rawTps, 0)} /s → API/raw ${held ? round(held.rate / rawTps, 2) : 0}`,
+  `raw tx ${round(rawTps, 0)} /s (${rawClients} clients)`,
+  ratio(held?.rate ?? 0, rawTps),
+  `≥ ${targets.capacityShareOfRaw}× raw`,
+  `raw with the project's triggers ${round(triggeredTps, 0)} /s`,
 );
 await waitFor(async () => !(await backlogLeft()), 120_000);
 
 // 3. Outbox latency ---------------------------------------------------------
 log("scenario 3: commit → stream latency at 200 writes/s");
+const rawPublish200 = await rawPublishLatency(js, 200, quick ? 5 : 10, runId);
 const info = await jsm.streams.info(STREAM);
 const consumer = await js.consumers.get(STREAM, { opt_start_seq: info.state.last_seq + 1 });
 const outboxLatencies: number[] = [];
@@ -153,8 +140,8 @@ await waitFor(async () => outboxLatencies.length >= (outboxLoad.statuses["201"] 
 await messages.close();
 await consuming;
 const outbox = summarize(outboxLatencies);
-results.outboxLatency = outbox;
-row("outbox commit→stream @200/s p50/p95/p99", `${outbox.p50} / ${outbox.p95} / ${outbox.p99} ms`, `p95 ≤ ${targets.outboxP95Ms} ms`, `${outbox.count} events`);
+results.outboxLatency = { ...outbox, rawPublishAt200: rawPublish200 };
+row("outbox commit→stream @200/s p50/p95/p99", triple(outbox), `publish+ack ${triple(rawPublish200)}`, ratio(outbox.p95, rawPublish200.p95), `p95 ≤ ${targets.outboxP95Ms} ms`, `${outbox.count} events`);
 
 // 4. Relay drain -------------------------------------------------------------
 log("scenario 4: relay drain of 100,000 rows");
@@ -169,28 +156,23 @@ await stack.restartRelay();
 await waitFor(async () => !(await backlogLeft()), 600_000);
 const drainSeconds = (performance.now() - drainStart) / 1000;
 const drainRate = backlog / drainSeconds;
-
-log("baseline: raw JetStream publish with ack");
-const rawPublishes = quick ? 10_000 : 50_000;
-const pubStart = performance.now();
-for (let i = 0; i < rawPublishes; i += 100) {
-  await Promise.all(
-    Array.from({ length: 100 }, (_, k) => js.publish("events.bench.raw_publish.v1", JSON.stringify({ i: i + k }), { msgID: `${runId}-${i + k}` })),
-  );
-}
-const rawPublishRate = rawPublishes / ((performance.now() - pubStart) / 1000);
+log("baseline: raw JetStream publish with ack, 100 in flight");
+const rawPublishRate = await rawPublishThroughput(js, quick ? 10_000 : 50_000, runId);
 results.relayDrain = { rows: backlog, seconds: round(drainSeconds), perSecond: round(drainRate, 0), rawPublishPerSecond: round(rawPublishRate, 0) };
 row(
   "relay drain",
   `${round(drainRate, 0)} events/s`,
-  `≥ ${targets.relayDrainPerSec} /s`,
-  `${backlog} rows in ${round(drainSeconds, 1)} s; raw publish ${round(rawPublishRate, 0)}/s → ${round(drainRate / rawPublishRate, 2)}`,
+  `publish ${round(rawPublishRate, 0)} /s`,
+  ratio(drainRate, rawPublishRate),
+  `≥ ${targets.relayShareOfRawPublish}× raw`,
+  `${backlog} rows in ${round(drainSeconds, 1)} s`,
 );
 
 // 5. Notifier ---------------------------------------------------------------
 log("scenario 5: 10,000 relay-message events through the notifier, offered at 1,000/s");
 const notifications = quick ? 2_000 : 10_000;
-await pool.query(`insert into notification_preference (actor_id, channel) values ('bench-owner', 'in_app') on conflict do nothing`);
+const rawNotify = await rawConsumeInsertLatency(js, jsm, pool, { rate: 1000, count: notifications, runId });
+// 'bench-owner' has no preference row and no address: each event becomes one in-app notification.
 // The stream's own timestamp is the publish time; the notification row's created_at is the arrival.
 const publishedAt = new Map<string, number>();
 const relayInfo = await jsm.streams.info(STREAM);
@@ -225,11 +207,44 @@ const notifierLatency = summarize(notifierSamples);
 const firstPublish = Math.min(...publishedAt.values());
 const lastRow = Math.max(...notifierRows.rows.map((r) => Number(r.createdMs)));
 const notifierRate = notifierRows.rowCount! / Math.max(0.001, (lastRow - firstPublish) / 1000);
-results.notifier = { ...notifierLatency, perSecond: round(notifierRate, 0), offeredPerSecond: 1000 };
-row("notifier publish→row @1,000/s p50/p95/p99", `${notifierLatency.p50} / ${notifierLatency.p95} / ${notifierLatency.p99} ms`, `p95 ≤ ${targets.notifierP95Ms} ms`, `${round(notifierRate, 0)} notifications/s over the run`);
+results.notifier = { ...notifierLatency, perSecond: round(notifierRate, 0), offeredPerSecond: 1000, rawConsumeInsert: rawNotify };
+row(
+  "notifier publish→row @1,000/s p50/p95/p99",
+  triple(notifierLatency),
+  `consume+insert ${triple(rawNotify)}`,
+  ratio(notifierLatency.p95, rawNotify.p95),
+  `p95 ≤ ${targets.notifierP95Ms} ms`,
+  `${round(notifierRate, 0)} notifications/s over the run`,
+);
 
-// 6. Limiter ----------------------------------------------------------------
-log("scenario 6: limiter burst and flood");
+// 6. Alerts over a million open reports ------------------------------------------
+log(`seeding ${alertReports.toLocaleString("en")} open lost reports over a country-sized area`);
+await pool.query(
+  `insert into safety_lost_report (reporter_id, species, animal_name, last_seen_at, location, coarse_location)
+   select 'seed-' || n, (array['dog','cat','bird','rabbit','other'])[1 + n % 5], 'Seed ' || n, now() - interval '1 day',
+          st_setsrid(st_makepoint(lon, lat), 4326)::geography,
+          st_setsrid(st_makepoint(round(lon::numeric, 2)::float8, round(lat::numeric, 2)::float8), 4326)::geography
+   from (select n, 42 + random() * 9 as lat, -4 + random() * 12 as lon from generate_series(1, $1::int) n) s`,
+  [alertReports],
+);
+// Settle what the insert set off (the autovacuum it triggers, a checkpoint for its WAL) before measuring.
+await pool.query("vacuum (analyze) safety_lost_report");
+await pool.query("checkpoint");
+log("scenario 6: 15 rps of alerts reads, radius 25 km, and the same statement straight through pg");
+const rawAlerts = await rawAlertsLatency(pool, 15, quick ? 5 : 20, 25);
+const reads = await load({ baseUrl, rate: 15, durationSec: quick ? 10 : 60, kind: "alerts", connections: 16 });
+results.specReads = { ...reads.latency, statuses: reads.statuses, reports: alertReports, rawStatement: rawAlerts };
+row(
+  `alerts @15 rps, ${alertReports / 1000}k reports p50/p95/p99`,
+  triple(reads.latency),
+  `statement ${triple(rawAlerts)}`,
+  ratio(reads.latency.p95, rawAlerts.p95),
+  `p95 ≤ ${targets.alertsP95Ms} ms`,
+  `${reads.statuses["200"] ?? 0}/${reads.sent} 200`,
+);
+
+// 7. Limiter ----------------------------------------------------------------
+log("scenario 7: limiter burst and flood");
 await new Promise((r) => setTimeout(r, 2_500));
 const burst = await load({ baseUrl, rate: 0, count: 100, kind: "health", connections: 1, singleIp: true });
 const firstRefused = burst.raw.statuses.indexOf(429);
@@ -248,18 +263,21 @@ results.limiter = {
   flood: { ...refused, statuses: flood.statuses, late: flood.late },
   server: { within0_5ms: serverShare("0.0005"), within1ms: serverShare("0.001") },
 };
-row("limiter: unpaced burst successes", String(burstSuccesses), "40–42");
+row("limiter: unpaced burst successes", String(burstSuccesses), "—", "—", "40–42", "");
 row(
   "limiter: 429 @5,000 rps, client p50/p99",
   `${refused.p50} / ${refused.p99} ms`,
+  "—",
+  "—",
   "sub-ms in the server",
   `server: ${serverShare("0.0005")}% ≤ 0.5 ms, ${serverShare("0.001")}% ≤ 1 ms; ${flood.late} sent late`,
 );
 
 // ---------------------------------------------------------------------------
-const widths = [0, 1, 2, 3].map((c) => Math.max(...[["scenario", "figure", "target", "note"], ...table].map((r) => r[c]!.length)));
+const header: Row = ["scenario", "figure", "raw baseline (same run)", "ratio", "target", "note"];
+const widths = header.map((_, c) => Math.max(...[header, ...table].map((r) => r[c]!.length)));
 const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-const rendered = [line(["scenario", "figure", "target", "note"]), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...table.map(line)].join("\n");
+const rendered = [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...table.map(line)].join("\n");
 console.log(rendered);
 results.table = table;
 mkdirSync(path.join(root, "bench/results"), { recursive: true });
@@ -269,3 +287,7 @@ log(`results written to ${path.relative(root, file)}`);
 
 await nc.close();
 await stack.stop();
+if (profileDir) {
+  summariseProfiles(profileDir, root);
+  log(`CPU profiles and their top-20 summary in ${path.relative(root, profileDir)}/summary.md`);
+}

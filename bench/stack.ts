@@ -1,4 +1,5 @@
 import os from "node:os";
+import path from "node:path";
 import pg from "pg";
 import { migrateUp } from "../lib/migrate.js";
 import { canStartNatsServer, freePort, TestNatsServer, waitForPort } from "../tests/helpers/nats-server.js";
@@ -14,6 +15,8 @@ import { round } from "./stats.js";
  */
 export interface BenchStack {
   baseUrl: string;
+  /** Every API instance's URL; one unless started with `apiInstances`. */
+  baseUrls: string[];
   dbUrl: string;
   natsUrl: string;
   pool: pg.Pool;
@@ -25,6 +28,7 @@ export interface BenchStack {
   inspectPorts: { api: number; relay: number; notifier: number } | null;
   restartRelay(): Promise<void>;
   stopRelay(): Promise<void>;
+  stopNotifier(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -36,7 +40,18 @@ export function machine() {
   return { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version };
 }
 
-export async function startBenchStack(database: string, { inspect = false } = {}): Promise<BenchStack> {
+export interface BenchStackOptions {
+  /** --inspect on loopback for each process (the soak's live-heap readings). */
+  inspect?: boolean;
+  /** --cpu-prof into <profileDir>/<process>/ (bench/profile.ts summarises them). */
+  profileDir?: string;
+  /** Extra environment for the API (the write-path probe's variants). */
+  apiEnv?: Record<string, string>;
+  /** API processes, each on its own port (the load generator spreads requests over `baseUrls`, as a balancer would). */
+  apiInstances?: number;
+}
+
+export async function startBenchStack(database: string, { inspect = false, profileDir, apiEnv = {}, apiInstances = 1 }: BenchStackOptions = {}): Promise<BenchStack> {
   const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const url = new URL(adminUrl);
   url.pathname = `/${database}`;
@@ -57,7 +72,13 @@ export async function startBenchStack(database: string, { inspect = false } = {}
   const ports = { api: await freePort(), relay: await freePort(), notifier: await freePort() };
   const inspectPorts = inspect ? { api: await freePort(), relay: await freePort(), notifier: await freePort() } : null;
   const nodeOptions = (name: keyof typeof ports, extra = "") =>
-    [extra, inspectPorts ? `--inspect=127.0.0.1:${inspectPorts[name]}` : ""].filter(Boolean).join(" ");
+    [
+      extra,
+      inspectPorts ? `--inspect=127.0.0.1:${inspectPorts[name]}` : "",
+      profileDir ? `--cpu-prof --cpu-prof-dir=${path.join(profileDir, name)}` : "",
+    ]
+      .filter(Boolean)
+      .join(" ");
   const env = {
     DATABASE_URL: dbUrl,
     NATS_URL: natsUrl,
@@ -73,12 +94,17 @@ export async function startBenchStack(database: string, { inspect = false } = {}
     await waitForPort(ports.relay, 30_000);
     return relay;
   };
+  const extraApiPorts = await Promise.all(Array.from({ length: apiInstances - 1 }, () => freePort()));
+  const startApi = (port: number) =>
+    ServiceProcess.start("api", { ...env, ...apiEnv, API_HTTP_ADDR: `127.0.0.1:${port}`, NODE_OPTIONS: nodeOptions("api", process.env.BENCH_API_NODE_OPTIONS) });
+  const extraApis = extraApiPorts.map(startApi);
   const stack: BenchStack = {
     baseUrl: `http://127.0.0.1:${ports.api}`,
+    baseUrls: [ports.api, ...extraApiPorts].map((port) => `http://127.0.0.1:${port}`),
     dbUrl,
     natsUrl,
     pool: new pg.Pool({ connectionString: dbUrl, max: 20 }),
-    api: ServiceProcess.start("api", { ...env, API_HTTP_ADDR: `127.0.0.1:${ports.api}`, NODE_OPTIONS: nodeOptions("api", process.env.BENCH_API_NODE_OPTIONS) }),
+    api: startApi(ports.api),
     notifier: ServiceProcess.start("notifier", { ...env, NOTIFIER_HEALTH_ADDR: `127.0.0.1:${ports.notifier}`, NODE_OPTIONS: nodeOptions("notifier") }),
     relay: await startRelay(),
     ports,
@@ -89,13 +115,24 @@ export async function startBenchStack(database: string, { inspect = false } = {}
     async restartRelay() {
       stack.relay = await startRelay();
     },
+    async stopNotifier() {
+      await stack.notifier.stop();
+    },
     async stop() {
       await stack.pool.end();
-      await Promise.all([stack.api.stop(), stack.relay.stop(), stack.notifier.stop()]);
+      await Promise.all([stack.api.stop(), ...extraApis.map((api) => api.stop()), stack.relay.stop(), stack.notifier.stop()]);
       await nats?.dispose();
     },
   };
-  await waitForPort(ports.api, 30_000);
-  await waitForPort(ports.notifier, 30_000);
+  // A bench that throws must not leave its processes running (and loading the next run's machine).
+  process.once("exit", () => {
+    for (const child of [stack.api, ...extraApis, stack.relay, stack.notifier]) child.child.kill("SIGKILL");
+    try {
+      if (nats?.pid) process.kill(nats.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  });
+  for (const port of [ports.api, ...extraApiPorts, ports.notifier]) await waitForPort(port, 30_000);
   return stack;
 }

@@ -54,6 +54,11 @@ export class TestNatsServer {
 
   private constructor(readonly port: number) {}
 
+  /** The server's process id while it runs (the bench kills it if it crashes). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   static async start(): Promise<TestNatsServer> {
     const server = new TestNatsServer(await freePort());
     await server.start();
