@@ -124,7 +124,8 @@ export async function startBenchStack(database: string, { inspect = false, profi
       await nats?.dispose();
     },
   };
-  // A bench that throws must not leave its processes running (and loading the next run's machine).
+  // A bench that throws or is interrupted must not leave its processes running (and loading the next run's machine).
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
   process.once("exit", () => {
     for (const child of [stack.api, ...extraApis, stack.relay, stack.notifier]) child.child.kill("SIGKILL");
     try {
