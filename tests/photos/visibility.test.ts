@@ -1,14 +1,10 @@
 import { rmSync } from "node:fs";
 import { deflateSync } from "node:zlib";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PHOTO_PROCESS_MAX_ATTEMPTS } from "../../lib/photos.js";
 import { LocalObjectStorage } from "../../lib/storage/index.js";
-import { createPhotoObjectDeleter } from "../../notifier/photos/delete.js";
-import { createPhotoProcessor } from "../../notifier/photos/process.js";
 import { admin, as, TEST_PHOTO_DIR } from "../helpers/app.js";
 import { call, createFoundReport, createLostReport, freshActor, moderate, startHarness, type Harness } from "../safety/helpers.js";
-import { expectProblemOf, localObjectCount, photoStatus, smallJpeg, upload } from "./support.js";
+import { expectProblemOf, localObjectCount, photoJobsNow, photoStatus, smallJpeg, upload } from "./support.js";
 
 /**
  * Which photos anyone may see, and their deletion. The jobs' functions are
@@ -17,9 +13,7 @@ import { expectProblemOf, localObjectCount, photoStatus, smallJpeg, upload } fro
  */
 let h: Harness;
 const storage = new LocalObjectStorage(TEST_PHOTO_DIR);
-const deps = () => ({ pool: h.api.pool, storage, logger: pino({ level: "silent" }) });
-const processNow = (id: string, attempt = 1) => createPhotoProcessor(deps())(id, { attempt, maxAttempts: PHOTO_PROCESS_MAX_ATTEMPTS });
-const deleteObjectsNow = (id: string) => createPhotoObjectDeleter(deps())(id);
+const { process: processNow, deleteObjects: deleteObjectsNow } = photoJobsNow(() => h.api.pool, storage);
 
 beforeAll(async () => {
   h = await startHarness();
