@@ -16,13 +16,15 @@ interface Plan {
   rate: number;
   durationSec: number;
   count?: number;
-  kind: "create" | "alerts" | "health" | "relay-message" | "view";
+  kind: "create" | "alerts" | "health" | "relay-message" | "view" | "paths";
   connections: number;
   /** every request from one X-Forwarded-For address instead of one per request */
   singleIp?: boolean;
   /** Unique per load: actors never repeat across loads, so the 5-per-hour creation throttle never bites. */
   runId: string;
   lostReportIds?: string[];
+  /** For kind paths: GETs of these, in turn. */
+  paths?: string[];
 }
 
 const plan: Plan = JSON.parse(process.argv[2]!);
@@ -73,6 +75,10 @@ function requestFor(i: number): { method: string; path: string; headers: Record<
     }
     case "health":
       return { method: "GET", path: "/healthz", headers };
+    case "paths": {
+      const paths = plan.paths ?? [];
+      return { method: "GET", path: paths[i % paths.length]!, headers };
+    }
   }
 }
 

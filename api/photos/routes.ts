@@ -29,6 +29,7 @@ import { IdParams } from "../schemas.js";
 import { isAdmin } from "../safety/access.js";
 import { PhotoAccepted, PhotoDetail, PhotoParams, PhotoUploadBody } from "./schemas.js";
 import { servePhotoRoute } from "./serve.js";
+import { VariantCache } from "./variant-cache.js";
 import * as store from "./store.js";
 import { checkImage, closeIfBodyUnread, MULTIPART_ALLOWANCE_BYTES, readPhotoPart, refuseDeclaredOversize } from "./upload.js";
 import { registerUploadSlotMetrics, UploadSlots } from "./upload-slots.js";
@@ -204,5 +205,5 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }>
     },
   );
 
-  servePhotoRoute(app, { pool, storage });
+  servePhotoRoute(app, { pool, storage, variants: new VariantCache(storage, config.API_PHOTO_CACHE_BYTES) });
 };
