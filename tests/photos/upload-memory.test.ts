@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_UPLOAD_BYTES } from "../../lib/photos.js";
 import { originalKey, sha256Hex } from "../../lib/storage/index.js";
@@ -12,10 +14,11 @@ import { lostReportBody } from "../safety/helpers.js";
 import { multipart, paddedJpeg, photoPart } from "./support.js";
 
 /**
- * The issue's memory figure: the real API process (its main.ts, as `npm run
- * dev` starts it) takes ten concurrent 10 MiB uploads, and its peak resident
+ * The issue's memory figure: the real API process, compiled as `npm run
+ * build` ships it, takes ten concurrent 10 MiB uploads, and its peak resident
  * set (VmHWM, the kernel's high-water mark, so no sampling can miss a peak)
- * stays below 300 MiB.
+ * stays below 300 MiB. (Run through tsx, as `npm run dev` does, the same
+ * process starts about 20 MiB larger: the compiler is loaded too.)
  */
 const UPLOADS = 10;
 const RSS_LIMIT_MIB = 300;
@@ -25,20 +28,25 @@ let bus: TestBus;
 let api: ServiceProcess;
 let baseUrl: string;
 const photoDir = mkdtempSync(path.join(tmpdir(), "ass-test-upload-memory-"));
+const root = path.resolve(import.meta.dirname, "../..");
+// Inside the package, like dist/ (as tests/foundation/build.test.ts does).
+const compiled = path.join(root, ".test-dist", `upload-memory-${process.pid}`);
 
 beforeAll(async () => {
+  await promisify(execFile)(process.execPath, [path.join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json", "--outDir", compiled], { cwd: root });
   db = await createTestDatabase();
   bus = await startTestBus();
   const port = await freePort();
-  api = ServiceProcess.start("api", devEnv(db.url, bus.url, { API_HTTP_ADDR: `127.0.0.1:${port}`, PHOTO_STORAGE_DIR: photoDir }));
+  api = ServiceProcess.start("api", devEnv(db.url, bus.url, { API_HTTP_ADDR: `127.0.0.1:${port}`, PHOTO_STORAGE_DIR: photoDir }), { compiledIn: compiled });
   await waitForPort(port, 30_000);
   baseUrl = `http://127.0.0.1:${port}`;
-});
+}, 180_000);
 afterAll(async () => {
   await api?.stop();
   await bus?.dispose();
   await db?.drop();
   rmSync(photoDir, { recursive: true, force: true });
+  rmSync(compiled, { recursive: true, force: true });
 });
 
 /** A /proc/<pid>/status figure in MiB (VmRSS now, VmHWM the peak so far). */
