@@ -107,7 +107,7 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, tagP
   await app.register(animalRoutes, deps);
   await app.register(ownerRoutes, deps);
   await app.register(tagRoutes, { ...deps, photos: tagPhotos });
-  await app.register(photoRoutes, deps);
+  await app.register(photoRoutes, { ...deps, metrics });
   await app.register(consoleRoutes);
 
   return app;

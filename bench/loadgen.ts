@@ -23,7 +23,7 @@ interface Plan {
   rate: number;
   durationSec: number;
   count?: number;
-  kind: "create" | "alerts" | "health" | "relay-message" | "view";
+  kind: "create" | "alerts" | "health" | "relay-message" | "view" | "paths";
   connections: number;
   /** every request from one X-Forwarded-For address instead of one per request */
   singleIp?: boolean;
@@ -32,6 +32,8 @@ interface Plan {
   lostReportIds?: string[];
   /** false skips the warm-up (the limiter's burst counts from a cold bucket either way: warm-up uses other addresses). */
   warmUp?: boolean;
+  /** For kind paths: GETs of these, in turn. */
+  paths?: string[];
 }
 
 const plan: Plan = JSON.parse(process.argv[2]!);
@@ -71,7 +73,7 @@ function requestFor(i: number): { method: string; path: string; headers: Record<
     }
     case "relay-message": {
       const ids = plan.lostReportIds ?? [];
-      const id = ids[i % ids.length];
+      const id = ids[Math.abs(i) % ids.length];
       return {
         method: "POST",
         path: `/v1/safety/lost-reports/${id}/relay-message`,
@@ -81,10 +83,14 @@ function requestFor(i: number): { method: string; path: string; headers: Record<
     }
     case "view": {
       const ids = plan.lostReportIds ?? [];
-      return { method: "GET", path: `/v1/safety/lost-reports/${ids[i % ids.length]}`, headers };
+      return { method: "GET", path: `/v1/safety/lost-reports/${ids[Math.abs(i) % ids.length]}`, headers };
     }
     case "health":
       return { method: "GET", path: "/healthz", headers };
+    case "paths": {
+      const paths = plan.paths ?? [];
+      return { method: "GET", path: paths[Math.abs(i) % paths.length]!, headers };
+    }
   }
 }
 

@@ -23,6 +23,7 @@ import {
   rawWriteLatency,
   rawWriteThroughput,
 } from "./baselines.js";
+import { photoScenario } from "./photos.js";
 import { log, machine, startBenchStack } from "./stack.js";
 import { load, runId } from "./load.js";
 import { summariseProfiles } from "./profile.js";
@@ -248,8 +249,14 @@ row(
   `${reads.statuses["200"] ?? 0}/${reads.sent} 200`,
 );
 
-// 7. Limiter ----------------------------------------------------------------
-log("scenario 7: limiter burst and flood");
+// 7. Photos -------------------------------------------------------------------
+log("scenario 7: photos, upload → ready and variant GETs");
+const photos = await photoScenario(stack, { quick });
+for (const [scenario, figure, target, note] of photos.rows) row(scenario, figure, "—", "—", target, note);
+results.photos = photos.results;
+
+// 8. Limiter ----------------------------------------------------------------
+log("scenario 8: limiter burst and flood");
 await new Promise((r) => setTimeout(r, 2_500));
 const burst = await load({ baseUrl, rate: 0, count: 100, kind: "health", connections: 1, singleIp: true });
 const firstRefused = burst.raw.statuses.indexOf(429);

@@ -88,6 +88,8 @@ export async function startBenchStack(database: string, { inspect = false, profi
     API_TRUSTED_PROXY_CIDRS: "127.0.0.1/32",
     LOG_LEVEL: "warn",
     DATABASE_POOL_SIZE: "20",
+    // The photo scenario's objects (local backend), never the repository's .data/photos.
+    PHOTO_STORAGE_DIR: `${os.tmpdir()}/ass-bench-photos-${process.pid}`,
   };
   const startRelay = async () => {
     const relay = ServiceProcess.start("relay", { ...env, RELAY_HEALTH_ADDR: `127.0.0.1:${ports.relay}`, NODE_OPTIONS: nodeOptions("relay") });

@@ -133,6 +133,20 @@ const objectStorage = {
   PHOTO_STORAGE_DIR: optionalSetting(z.string()),
 };
 
+/**
+ * Photos in the API. Uploads (api/photos/upload-slots.ts): each one being read
+ * holds up to 10 MiB in memory, so at most CONCURRENCY are read at once; the
+ * rest wait for a slot up to WAIT_MS (then 503), and a body that has not
+ * arrived BODY_TIMEOUT_MS after its reading began is cut off (408).
+ */
+const apiPhotos = {
+  API_PHOTO_UPLOAD_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(3),
+  API_PHOTO_UPLOAD_WAIT_MS: z.coerce.number().int().min(0).max(300_000).default(30_000),
+  API_PHOTO_UPLOAD_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(120_000),
+  /** Served variants kept in memory (api/photos/variant-cache.ts); 0 keeps none. */
+  API_PHOTO_CACHE_BYTES: z.coerce.number().int().min(0).max(1024 * 1024 * 1024).default(16 * 1024 * 1024),
+};
+
 const objectStorageCredentials = [
   "OBJECT_STORAGE_ENDPOINT",
   "OBJECT_STORAGE_BUCKET",
@@ -162,6 +176,7 @@ const apiSchema = withListenDefaults({ API_HTTP_ADDR: 8080 }, z.object({
   API_TRUSTED_PROXY_CIDRS: cidrList,
   API_DEV_AUTH_BYPASS: boolString,
   API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(65_536),
+  ...apiPhotos,
   REPORT_TTL_DAYS: reportTtlDays,
   ALERT_UNSUBSCRIBE_SECRET: alertUnsubscribeSecret,
 }));

@@ -16,6 +16,8 @@ export const ProblemSlug = {
   ReplayNotEligible: "replay-not-eligible",
   ModerationClaimed: "moderation-claimed",
   PayloadTooLarge: "payload-too-large",
+  RequestTimeout: "request-timeout",
+  RequestHeaderFieldsTooLarge: "request-header-fields-too-large",
   UnsupportedMediaType: "unsupported-media-type",
   RateLimited: "rate-limited",
   NotReady: "not-ready",
@@ -38,6 +40,8 @@ const titles: Record<ProblemSlug, string> = {
   "replay-not-eligible": "Replay not eligible",
   "moderation-claimed": "Moderation item claimed",
   "payload-too-large": "Payload too large",
+  "request-timeout": "Request timeout",
+  "request-header-fields-too-large": "Request header fields too large",
   "unsupported-media-type": "Unsupported media type",
   "rate-limited": "Too many requests",
   "not-ready": "Not ready",
@@ -109,12 +113,17 @@ export const problems = {
     new ProblemError(ProblemSlug.ValidationFailed, 422, detail, { errors: [{ path: "photo", message: detail }] }),
   payloadTooLarge: (limit: number) =>
     new ProblemError(ProblemSlug.PayloadTooLarge, 413, `request body is larger than ${limit} bytes`),
+  requestTimeout: (detail = "the request was not received in time") => new ProblemError(ProblemSlug.RequestTimeout, 408, detail),
+  /** Answered by Node's HTTP parser before any route runs (api/plugins/errors.ts clientErrorHandler). */
+  requestHeaderFieldsTooLarge: () =>
+    new ProblemError(ProblemSlug.RequestHeaderFieldsTooLarge, 431, "the request's headers are larger than the server accepts"),
   unsupportedMediaType: (detail = "request body must be application/json") =>
     new ProblemError(ProblemSlug.UnsupportedMediaType, 415, detail),
   rateLimited: (retryAfterSeconds: number, detail = "too many requests") =>
     new ProblemError(ProblemSlug.RateLimited, 429, detail, {}, { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) }),
   notReady: (detail = "the database is not reachable") => new ProblemError(ProblemSlug.NotReady, 503, detail),
-  unavailable: (detail = "a dependency is unavailable; retry shortly") =>
-    new ProblemError(ProblemSlug.Unavailable, 503, detail, {}, { "retry-after": "2" }),
+  unavailable: (detail = "a dependency is unavailable; retry shortly", retryAfterSeconds = 2) =>
+    new ProblemError(ProblemSlug.Unavailable, 503, detail, {}, { "retry-after": String(retryAfterSeconds) }),
   internal: () => new ProblemError(ProblemSlug.Internal, 500, "an unexpected error occurred"),
 };
+

@@ -1,10 +1,12 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { isUniqueViolation } from "../../lib/db.js";
+import { isUniqueViolation, withTransaction } from "../../lib/db.js";
 import { problems } from "../../lib/problems.js";
 import type { AppDeps } from "../deps.js";
 import { getAnimal } from "../emergency/store.js";
 import { decodeTimeIdCursor, page, PageQuery, toPage } from "../pagination.js";
 import { requireActor, type Actor } from "../plugins/auth.js";
+import { carryAnimalPhotos, readyPhotos } from "../photos/store.js";
+import { photoViews } from "../photos/views.js";
 import { problemResponses } from "../plugins/openapi.js";
 import { createReport } from "../safety/reports/routes.js";
 import { LostReportPrivate } from "../safety/reports/schemas.js";
@@ -37,7 +39,9 @@ export const animalRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
         summary: "Report a registered animal lost (owner only)",
         description:
           "Makes an open lost report from the animal's name, species, breed and colours, with the given lastSeenAt, " +
-          "location and description, and answers 201 with its private view. From then on the animal's tag page says " +
+          "location and description, and answers 201 with its private view. The animal's ready photos that no " +
+          "moderator hid come along as the report's own photos (new photo ids, the same stored images; one still " +
+          "processing does not), and are public with it. From then on the animal's tag page says " +
           "it is lost and relays messages to this report. Shares the 5-per-hour report throttle (429), emits " +
           "events.animal.lost_reported.v1 with animalId. An animal with an open lost report already is 409; anyone " +
           "but the owner, platform admins included, 403.",
@@ -58,14 +62,20 @@ export const animalRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
         description,
       };
       const options = { ttlDays: config.REPORT_TTL_DAYS, animalId: animal.id };
-      const created = await createReport(pool, actor.id, (client, id, bucket) =>
-        insertLostReport(client, id, actor.id, body, bucket, request.log, options),
+      const created = await createReport(pool, actor.id, (_pool, id, bucket) =>
+        withTransaction(pool, async (client) => {
+          const report = await insertLostReport(client, id, actor.id, body, bucket, request.log, options);
+          // With the report, so it is never seen (nor matched) without them.
+          if (report) await carryAnimalPhotos(client, animal.id, report.id);
+          return report;
+        }),
       ).catch((err: unknown) => {
         // Two requests at once: the partial unique index lets one open report per animal through.
         throw isUniqueViolation(err, "safety_lost_report_open_animal_key") ? alreadyLost() : err;
       });
       const row = (await getLostReport(pool, created.id))!;
-      return reply.code(201).header("location", `/v1/safety/lost-reports/${row.id}`).send(lostReportPrivate(row, false, []));
+      const photos = photoViews(await readyPhotos(pool, { lostReportId: row.id }, { includeModerated: true }), config.API_PUBLIC_BASE_URL);
+      return reply.code(201).header("location", `/v1/safety/lost-reports/${row.id}`).send(lostReportPrivate(row, false, photos));
     },
   );
 

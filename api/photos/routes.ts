@@ -8,6 +8,7 @@ import { AuditAction, AuditObject, writeAuditEvent } from "../../lib/audit.js";
 import { withTransaction } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { IMAGE_MIME_TYPES } from "../../lib/images/index.js";
+import type { Registry } from "../../lib/metrics.js";
 import { recordEvent } from "../../lib/outbox.js";
 import {
   lockObjectKeys,
@@ -28,8 +29,10 @@ import { IdParams } from "../schemas.js";
 import { isAdmin } from "../safety/access.js";
 import { PhotoAccepted, PhotoDetail, PhotoParams, PhotoUploadBody } from "./schemas.js";
 import { servePhotoRoute } from "./serve.js";
+import { VariantCache } from "./variant-cache.js";
 import * as store from "./store.js";
-import { checkImage, readPhotoPart } from "./upload.js";
+import { checkImage, closeIfBodyUnread, MULTIPART_ALLOWANCE_BYTES, readPhotoPart, refuseDeclaredOversize } from "./upload.js";
+import { registerUploadSlotMetrics, UploadSlots } from "./upload-slots.js";
 import { photoDetail } from "./views.js";
 
 const uploadTargets: Array<{ path: string; parent: PhotoParentType; what: string; who: string }> = [
@@ -47,11 +50,19 @@ const documentedBodyOnly: FastifySchemaCompiler<unknown> = (route) =>
   route.httpPart === "body" ? () => ({ value: undefined }) : (validatorCompiler(route as never) as ReturnType<FastifySchemaCompiler<unknown>>);
 
 const cap = `${MAX_UPLOAD_BYTES} bytes (10 MiB)`;
+/** Told to a client refused for want of an upload slot: about how long a few uploads take to be read and stored. */
+const BUSY_RETRY_AFTER_SECONDS = 5;
 
 /** Upload, status, delete and serving of photos (contract part 2, "Photos"). */
-export const photoRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, storage, config }) => {
+export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }> = async (app, { pool, storage, config, metrics }) => {
   // Here only: multipart/form-data is accepted by the upload routes and stays 415 everywhere else.
   await app.register(multipart, { limits: { fileSize: MAX_UPLOAD_BYTES, files: 1 } });
+  // Shared by the three upload routes: the memory bound is per process.
+  const slots = new UploadSlots(config.API_PHOTO_UPLOAD_CONCURRENCY, MAX_UPLOAD_BYTES);
+  registerUploadSlotMetrics(metrics, slots);
+  const waitSeconds = config.API_PHOTO_UPLOAD_WAIT_MS / 1000;
+  const busy = () =>
+    problems.unavailable(`the server is reading as many uploads as it can; none could start within ${waitSeconds} s`, BUSY_RETRY_AFTER_SECONDS);
 
   for (const { path, parent: parentType, what, who } of uploadTargets) {
     app.post(
@@ -69,13 +80,18 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, s
             `unsupported-media-type. HEVC-coded HEIC (iPhone photos) is 415 on servers whose image library has no HEVC ` +
             `decoder, as the prebuilt one has not. A truncated image or one over 40,000,000 pixels (told from its ` +
             `headers, before any pixel is decoded) is 422 validation-failed. At most ${MAX_PHOTOS_PER_PARENT} photos ` +
-            `that are not deleted per ${what} (409 conflict). Not the ${who}: 403; unknown ${what}: 404. On any refusal ` +
+            `that are not deleted per ${what} (409 conflict). Not the ${who}: 403; unknown ${what}: 404. A declared ` +
+            `Content-Length over the cap plus ${MULTIPART_ALLOWANCE_BYTES} bytes for the form is 413 before any of the ` +
+            `body is read. The server reads a few uploads at once (API_PHOTO_UPLOAD_CONCURRENCY); the others wait for ` +
+            `their turn, and one that could not start within API_PHOTO_UPLOAD_WAIT_MS (30 s) is 503 ` +
+            `service-unavailable with a Retry-After header. A body that has not fully arrived within ` +
+            `API_PHOTO_UPLOAD_BODY_TIMEOUT_MS (120 s) of its reading starting is 408 request-timeout. On any refusal ` +
             `nothing is stored. Accepted: 202 {id, status: processing}; the original is kept privately until a job ` +
             `has made the thumb and display variants, then the photo is ready (GET /v1/photos/{photoId}).`,
           consumes: ["multipart/form-data"],
           params: IdParams,
           body: PhotoUploadBody,
-          response: { 202: PhotoAccepted, ...problemResponses(400, 401, 403, 404, 409, 413, 415, 422) },
+          response: { 202: PhotoAccepted, ...problemResponses(400, 401, 403, 404, 408, 409, 413, 415, 422, 503) },
         },
       },
       async (request, reply) => {
@@ -86,24 +102,33 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, s
           if (ownerId !== actor.id) throw problems.forbidden(`only the ${who} can add photos`);
           if (live >= MAX_PHOTOS_PER_PARENT) throw problems.conflict(`a ${what} has at most ${MAX_PHOTOS_PER_PARENT} photos; delete one first`);
         };
+        closeIfBodyUnread(request, reply);
         // Before reading the body: a refused caller costs no upload.
+        refuseDeclaredOversize(request);
         refuse(await store.parentOwner(pool, parent), await store.countLivePhotos(pool, parent));
 
-        const bytes = await readPhotoPart(request);
-        const image = await checkImage(bytes);
-        const sha256 = sha256Hex(bytes);
-        const key = originalKey(sha256);
+        const slot = await slots.acquire(config.API_PHOTO_UPLOAD_WAIT_MS, request.signal);
+        if (!slot) throw busy();
         const id = randomUUID();
-        await withTransaction(pool, async (client) => {
-          // The parent's row lock makes the cap race-safe: concurrent uploads count one after another.
-          refuse(await store.parentOwner(client, parent, true), await store.countLivePhotos(client, parent));
-          await store.insertPhoto(client, { id, uploaderId: actor.id, parent, sha256, type: image.type, bytes: bytes.length });
-          await recordEvent(client, EventType.PhotoUploaded, { photoId: id, uploaderId: actor.id, parentType, parentId: parent.id }, request.log);
-          await queuePhotoJob(client, PHOTO_PROCESS_TASK, id);
-          // Last, under the key's lock: a refusal above stored nothing, and a job releasing an equal original waits for this commit.
-          await lockObjectKeys(client, [key]);
-          await storage.put(key, bytes, IMAGE_MIME_TYPES[image.type]);
-        });
+        try {
+          // The slot is held while its buffer holds the bytes: read, checked, hashed and stored.
+          const bytes = await readPhotoPart(request, { into: slot.buffer, deadlineMs: config.API_PHOTO_UPLOAD_BODY_TIMEOUT_MS });
+          const image = await checkImage(bytes);
+          const sha256 = sha256Hex(bytes);
+          const key = originalKey(sha256);
+          await withTransaction(pool, async (client) => {
+            // The parent's row lock makes the cap race-safe: concurrent uploads count one after another.
+            refuse(await store.parentOwner(client, parent, true), await store.countLivePhotos(client, parent));
+            await store.insertPhoto(client, { id, uploaderId: actor.id, parent, sha256, type: image.type, bytes: bytes.length });
+            await recordEvent(client, EventType.PhotoUploaded, { photoId: id, uploaderId: actor.id, parentType, parentId: parent.id }, request.log);
+            await queuePhotoJob(client, PHOTO_PROCESS_TASK, id);
+            // Last, under the key's lock: a refusal above stored nothing, and a job releasing an equal original waits for this commit.
+            await lockObjectKeys(client, [key]);
+            await storage.put(key, bytes, IMAGE_MIME_TYPES[image.type]);
+          });
+        } finally {
+          slot.release();
+        }
         return reply.code(202).header("location", `/v1/photos/${id}`).send({ id, status: "processing" as const });
       },
     );
@@ -180,5 +205,5 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, s
     },
   );
 
-  servePhotoRoute(app, { pool, storage });
+  servePhotoRoute(app, { pool, storage, variants: new VariantCache(storage, config.API_PHOTO_CACHE_BYTES) });
 };

@@ -9,6 +9,7 @@ import { problemResponses } from "../plugins/openapi.js";
 import { isAdmin } from "../safety/access.js";
 import { VariantParams } from "./schemas.js";
 import { getPhoto } from "./store.js";
+import type { VariantCache } from "./variant-cache.js";
 
 /** Variants never change: their key is the hash of their bytes. */
 const IMMUTABLE = "public, max-age=31536000, immutable";
@@ -35,7 +36,10 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
  * get it, privately (the admin console shows a quarantined photo this way).
  * The original is never served: only variant keys are read.
  */
-export function servePhotoRoute(parent: FastifyInstance, { pool, storage }: { pool: Pool; storage: ObjectStorage }): void {
+export function servePhotoRoute(
+  parent: FastifyInstance,
+  { pool, storage, variants }: { pool: Pool; storage: ObjectStorage; variants: VariantCache },
+): void {
   const app = parent.withTypeProvider<ZodTypeProvider>();
   app.get(
     "/v1/photos/:photoId/:variant",
@@ -75,8 +79,10 @@ export function servePhotoRoute(parent: FastifyInstance, { pool, storage }: { po
         return reply.code(304).header("etag", etag).header("cache-control", cacheControl).send(null);
       }
       // HEAD (Fastify's twin of this route) needs the length only, not the bytes.
-      const object = request.method === "HEAD" ? await storage.head(key) : await storage.get(key);
-      if (!object) {
+      const head = request.method === "HEAD";
+      const bytes = head ? null : await variants.get(key);
+      const length = head ? (await storage.head(key))?.contentLength : bytes?.length;
+      if (length === undefined) {
         request.log.error({ photoId, key }, "photos: a ready photo's variant is missing from storage");
         throw problems.notFound("photo");
       }
@@ -85,10 +91,10 @@ export function servePhotoRoute(parent: FastifyInstance, { pool, storage }: { po
         .header("etag", etag)
         .header("cache-control", cacheControl)
         .header("x-content-type-options", "nosniff")
-        .header("content-length", object.contentLength);
-      // A stream is sent as it is (the zod serializer never sees it); Fastify's HEAD twin keeps the
-      // content-length set above for a stream, so HEAD sends an empty one.
-      return reply.send(("body" in object ? object.body : Readable.from([])) as never);
+        .header("content-length", length);
+      // A buffer or stream is sent as it is (the zod serializer never sees it); Fastify's HEAD twin keeps
+      // the content-length set above for a stream, so HEAD sends an empty one.
+      return reply.send((bytes ?? Readable.from([])) as never);
     },
   );
 }

@@ -71,20 +71,10 @@ export function registerErrorHandling(app: FastifyInstance, baseUrl: string, bod
   );
 }
 
-/** Problem types Node's HTTP parser answers before Fastify sees a request; none reaches a route, so none is in lib/problems. */
-const clientErrorProblems: Record<string, { status: number; slug: string; title: string; detail: string }> = {
-  HPE_HEADER_OVERFLOW: {
-    status: 431,
-    slug: "request-header-fields-too-large",
-    title: "Request header fields too large",
-    detail: "the request's headers are larger than the server accepts",
-  },
-  ERR_HTTP_REQUEST_TIMEOUT: {
-    status: 408,
-    slug: "request-timeout",
-    title: "Request timeout",
-    detail: "the request was not received in time",
-  },
+/** Errors Node's HTTP parser answers before Fastify sees a request, so no route or error handler runs for them. */
+const clientErrorProblems: Record<string, () => ProblemError> = {
+  HPE_HEADER_OVERFLOW: problems.requestHeaderFieldsTooLarge,
+  ERR_HTTP_REQUEST_TIMEOUT: () => problems.requestTimeout(),
 };
 
 /**
@@ -98,9 +88,7 @@ export function clientErrorHandler(baseUrl: string) {
     // A reset connection has no one left to answer.
     if (err.code === "ECONNRESET" || socket.destroyed) return;
     const known = err.code ? clientErrorProblems[err.code] : undefined;
-    const body = known
-      ? { type: `${baseUrl.replace(/\/$/, "")}/${known.slug}`, title: known.title, status: known.status, detail: known.detail }
-      : problemBody(baseUrl, problems.validation("the request is malformed"));
+    const body = problemBody(baseUrl, known ? known() : problems.validation("the request is malformed"));
     this?.log.debug({ err, status: body.status }, "client error");
     const json = JSON.stringify(body);
     if (!socket.writable) return void socket.destroy();

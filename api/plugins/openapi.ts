@@ -103,11 +103,13 @@ const problemDescriptions: Record<number, string> = {
   401: "unauthenticated: no or invalid credential",
   403: "forbidden (missing role, not the owner) or account-suspended",
   404: "not-found",
+  408: "request-timeout: the body did not arrive in time",
   409: "conflict with the resource's current state",
   413: "payload-too-large: the body (or an uploaded file) is over its limit",
   415: "unsupported-media-type: a body of a type the route does not take",
   422: "validation-failed: well-formed but unusable content (an image truncated or over 40 megapixels)",
   429: "rate-limited, with a Retry-After header",
+  503: "service-unavailable, with a Retry-After header: a dependency is down or the server is busy",
 };
 
 /** Documents a route's problem+json answers in its `response` schema (error bodies are rendered by the error handler). */

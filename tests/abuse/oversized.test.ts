@@ -1,6 +1,6 @@
-import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { as, buildTestApi, devEnv } from "../helpers/app.js";
+import { partialUpload as partialUploadTo } from "../helpers/partial-upload.js";
 import { problemShapeError, seedWorld, slugOf, useAbuseHarness, WriteLog, type World } from "./harness.js";
 
 const h = useAbuseHarness();
@@ -21,45 +21,8 @@ afterAll(async () => {
   h.app?.server.closeAllConnections();
 });
 
-interface Answer {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-  /** Request body bytes written before the answer arrived. */
-  bytesSent: number;
-}
-
-/**
- * Starts an upload over a real socket and writes only `send` bytes of it,
- * never finishing: an answer can only arrive if the server decided without
- * reading (let alone parsing) the whole body.
- */
-function partialUpload(path: string, headers: Record<string, string>, send: number): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    let bytesSent = 0;
-    const req = httpRequest({ host: "127.0.0.1", port, method: "POST", path, headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => {
-        resolve({ status: res.statusCode!, headers: res.headers, body, bytesSent });
-        req.destroy();
-      });
-    });
-    req.on("error", (err) => {
-      // The server may close the socket while we are still writing; the answer has been read by then.
-      if (!req.destroyed) reject(err);
-    });
-    const chunk = Buffer.alloc(16 * 1024, "a");
-    const pump = () => {
-      while (bytesSent < send) {
-        bytesSent += chunk.length;
-        if (!req.write(chunk)) return void req.once("drain", pump);
-      }
-    };
-    pump();
-  });
-}
+/** An upload that never finishes: an answer can only come from a server that decided without reading it all. */
+const partialUpload = (path: string, headers: Record<string, string>, send: number) => partialUploadTo(port, path, headers, send);
 
 const TEN_MB = 10 * 1024 * 1024;
 

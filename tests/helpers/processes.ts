@@ -9,7 +9,8 @@ export type ProcessName = "api" | "relay" | "notifier";
 
 /**
  * One of our processes, started the way `npm run dev` starts it (its
- * main.ts through tsx), with its JSON log lines collected for assertions.
+ * main.ts through tsx) or from compiled code, with its JSON log lines
+ * collected for assertions.
  */
 export class ServiceProcess {
   readonly lines: Record<string, unknown>[] = [];
@@ -38,8 +39,10 @@ export class ServiceProcess {
     this.exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
   }
 
-  static start(name: ProcessName, env: Env): ServiceProcess {
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(root, name, "main.ts")], {
+  /** With `compiledIn`, the compiled main.js under that directory (what `npm run build` ships) instead. */
+  static start(name: ProcessName, env: Env, { compiledIn }: { compiledIn?: string } = {}): ServiceProcess {
+    const args = compiledIn ? [path.join(compiledIn, name, "main.js")] : ["--import", "tsx", path.join(root, name, "main.ts")];
+    const child = spawn(process.execPath, args, {
       cwd: root,
       env: { PATH: process.env.PATH, LOG_LEVEL: "info", ...env } as NodeJS.ProcessEnv,
       stdio: ["ignore", "pipe", "pipe"],

@@ -9,6 +9,9 @@ import { expect } from "vitest";
 import type { Pool, Queryable } from "../../lib/db.js";
 import type { ObjectStorage } from "../../lib/storage/index.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
+import { PHOTO_PROCESS_MAX_ATTEMPTS } from "../../lib/photos.js";
+import { createPhotoObjectDeleter } from "../../notifier/photos/delete.js";
+import { createPhotoProcessor } from "../../notifier/photos/process.js";
 import { startPhotoWorker } from "../../notifier/photos/worker.js";
 import { as, type TestApi } from "../helpers/app.js";
 import type { TestS3Server } from "../helpers/s3-server.js";
@@ -136,6 +139,19 @@ export function expectProblemOf(res: LightMyRequestResponse, status: number, slu
   expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
   const body = res.json();
   expect(body).toMatchObject({ status, type: expect.stringMatching(new RegExp(`/${slug}$`)), title: expect.any(String), detail: expect.any(String) });
+}
+
+/**
+ * The photo jobs' own functions (the ones the notifier's worker runs), called
+ * directly so each step happens exactly when the test says. `pool` is read
+ * when a job runs, so this can be made before the harness exists.
+ */
+export function photoJobsNow(pool: () => Pool, storage: ObjectStorage) {
+  const deps = () => ({ pool: pool(), storage, logger: pino({ level: "silent" }) });
+  return {
+    process: (id: string, attempt = 1) => createPhotoProcessor(deps())(id, { attempt, maxAttempts: PHOTO_PROCESS_MAX_ATTEMPTS }),
+    deleteObjects: (id: string) => createPhotoObjectDeleter(deps())(id),
+  };
 }
 
 /** The photo jobs on the real notifier code, in the test process. */

@@ -1,14 +1,10 @@
 import { rmSync } from "node:fs";
 import { deflateSync } from "node:zlib";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PHOTO_PROCESS_MAX_ATTEMPTS } from "../../lib/photos.js";
 import { LocalObjectStorage } from "../../lib/storage/index.js";
-import { createPhotoObjectDeleter } from "../../notifier/photos/delete.js";
-import { createPhotoProcessor } from "../../notifier/photos/process.js";
-import { admin, as, TEST_PHOTO_DIR } from "../helpers/app.js";
+import { admin, as, buildTestApi, devEnv, TEST_PHOTO_DIR } from "../helpers/app.js";
 import { call, createFoundReport, createLostReport, freshActor, moderate, startHarness, type Harness } from "../safety/helpers.js";
-import { expectProblemOf, localObjectCount, photoStatus, smallJpeg, upload } from "./support.js";
+import { expectProblemOf, localObjectCount, photoJobsNow, photoStatus, scene, smallJpeg, upload } from "./support.js";
 
 /**
  * Which photos anyone may see, and their deletion. The jobs' functions are
@@ -17,9 +13,7 @@ import { expectProblemOf, localObjectCount, photoStatus, smallJpeg, upload } fro
  */
 let h: Harness;
 const storage = new LocalObjectStorage(TEST_PHOTO_DIR);
-const deps = () => ({ pool: h.api.pool, storage, logger: pino({ level: "silent" }) });
-const processNow = (id: string, attempt = 1) => createPhotoProcessor(deps())(id, { attempt, maxAttempts: PHOTO_PROCESS_MAX_ATTEMPTS });
-const deleteObjectsNow = (id: string) => createPhotoObjectDeleter(deps())(id);
+const { process: processNow, deleteObjects: deleteObjectsNow } = photoJobsNow(() => h.api.pool, storage);
 
 beforeAll(async () => {
   h = await startHarness();
@@ -29,8 +23,9 @@ afterAll(async () => {
   rmSync(TEST_PHOTO_DIR, { recursive: true, force: true });
 });
 
-async function readyPhoto(url: string, owner: string, seed: number): Promise<string> {
-  const res = await upload(h.api, url, owner, await smallJpeg(seed));
+/** Uploads smallJpeg(seed), or the given image, and processes it. */
+async function readyPhoto(url: string, owner: string, image: number | Buffer): Promise<string> {
+  const res = await upload(h.api, url, owner, typeof image === "number" ? await smallJpeg(image) : image);
   expect(res.statusCode, res.body).toBe(202);
   await processNow(res.json().id);
   expect((await photoStatus(h.db.pool, res.json().id)).status).toBe("ready");
@@ -90,6 +85,49 @@ describe("serving a variant", () => {
     await processNow(id);
     for (const name of ["original", "originals", "..%2Foriginals", "full"]) expect((await variant(id, name)).statusCode).toBe(400);
     expectProblemOf(await variant(crypto.randomUUID()), 404, "not-found");
+  });
+});
+
+describe("serving variants from memory (API_PHOTO_CACHE_BYTES), shown by taking the stored objects away", () => {
+  // A size no other test here uploads: no variant of these images was served (and kept) before.
+  const unseen = (seed: number) => scene(240, 180, seed).jpeg().toBuffer();
+  const keysOf = async (id: string) =>
+    (await h.db.pool.query<{ thumb: string; display: string }>(`select thumb_key as thumb, display_key as display from photo where id = $1`, [id])).rows[0]!;
+
+  it("serves a variant read once without storage, while quarantine and delete still take effect at once", async () => {
+    const owner = freshActor("cached");
+    const id = await readyPhoto(`/v1/safety/lost-reports/${await createLostReport(h.api, owner)}/photos`, owner, await unseen(1));
+    const first = await variant(id);
+    expect(first.statusCode).toBe(200);
+
+    const keys = await keysOf(id);
+    await storage.delete(keys.thumb);
+    await storage.delete(keys.display);
+    const again = await variant(id);
+    expect(again.statusCode).toBe(200);
+    expect(again.rawPayload.equals(first.rawPayload)).toBe(true);
+    expect(again.headers.etag).toBe(first.headers.etag);
+    // Never read, so never kept: its object is gone.
+    expectProblemOf(await variant(id, "display"), 404, "not-found");
+
+    await moderate(h.db, "photo", id, "quarantined");
+    expectProblemOf(await variant(id), 404, "not-found");
+    expect((await variant(id, "thumb", as(owner))).headers["cache-control"]).toBe("private, no-store");
+    expect((await call(h.api, { method: "DELETE", url: `/v1/photos/${id}`, headers: as(owner) })).statusCode).toBe(204);
+    expectProblemOf(await variant(id, "thumb", as(owner)), 404, "not-found");
+  });
+
+  it("keeps nothing with API_PHOTO_CACHE_BYTES=0", async () => {
+    const uncached = await buildTestApi(devEnv(h.db.url, h.bus.url, { API_PHOTO_CACHE_BYTES: "0" }));
+    try {
+      const owner = freshActor("uncached");
+      const id = await readyPhoto(`/v1/safety/lost-reports/${await createLostReport(h.api, owner)}/photos`, owner, await unseen(2));
+      expect((await call(uncached, { url: `/v1/photos/${id}/thumb` })).statusCode).toBe(200);
+      await storage.delete((await keysOf(id)).thumb);
+      expectProblemOf(await call(uncached, { url: `/v1/photos/${id}/thumb` }), 404, "not-found");
+    } finally {
+      await uncached.close();
+    }
   });
 });
 

@@ -87,7 +87,7 @@ export const createFoundReport = (api: TestApi, actor: string, overrides: Record
 /** What an admin's quarantine or remove action leaves behind (that endpoint belongs to the admin module). */
 export async function moderate(
   db: TestDatabase,
-  targetType: "lost_report" | "found_report" | "sighting" | "relay_message",
+  targetType: "lost_report" | "found_report" | "sighting" | "relay_message" | "photo",
   targetId: string,
   state: "quarantined" | "removed" = "quarantined",
 ): Promise<void> {
