@@ -1,3 +1,4 @@
+import { actorSuspendedSql } from "../../lib/accounts.js";
 import type { Species } from "../../lib/animals.js";
 import { ALERTS_FANOUT_TASK, fanoutJobKey } from "../../lib/alerts.js";
 import type { Queryable } from "../../lib/db.js";
@@ -136,7 +137,9 @@ export interface Decided {
 
 /**
  * Batch n: the next `size` pending subscribers after `afterActor`, each
- * decided in one statement: skipped when its subscription is gone, notified
+ * decided in one statement: skipped when its subscription is gone or its
+ * subscriber is suspended (as of this batch: a suspension before it counts,
+ * whenever the fan-out started), notified
  * while the subscriber's count for the UTC day is under the cap, deferred to
  * the digest past it. The quota upsert goes in actor order, so concurrent
  * fan-outs lock subscribers in the same order and never deadlock.
@@ -150,7 +153,8 @@ export async function decideBatch(
 ): Promise<Decided[]> {
   const { rows } = await client.query<Decided>(
     `with batch as (
-       select l.actor_id, exists (select 1 from alert_subscription s where s.id = l.subscription_id) as live
+       select l.actor_id,
+         exists (select 1 from alert_subscription s where s.id = l.subscription_id) and not ${actorSuspendedSql("l.actor_id")} as live
        from alert_ledger l
        where l.report_id = $1::uuid and l.fanout_event_id = $2::uuid and l.status = 'pending' and l.actor_id > $3::text
        order by l.actor_id
