@@ -14,7 +14,8 @@ import { insertAlertNotifications, needingDelivery } from "./store.js";
  * still open and not moderated. Idempotent: the ledger rows move from
  * deferred to digested in the transaction that writes the notification,
  * whose source id is derived from (subscriber, day). A subscriber suspended
- * by then gets no digest: their rows move to skipped instead.
+ * by then, or whose subscription is gone (unsubscribed since), gets none of
+ * those reports: their rows move to skipped instead.
  */
 
 /** Subscriber-days per transaction. */
@@ -25,7 +26,7 @@ interface DigestRow extends AlertReport {
   day: string;
   subscriptionId: string;
   distanceM: number;
-  /** To list: the subscriber is not suspended, and the report is still open and not moderated. */
+  /** To list: not skipped, and the report is still open and not moderated. */
   due: boolean;
 }
 
@@ -38,7 +39,12 @@ async function takeDeferred(client: Queryable, today: string, limit: number): Pr
        limit $2::int
      ),
      taken as (
-       update alert_ledger l set status = case when ${actorSuspendedSql("l.actor_id")} then 'skipped' else 'digested' end, decided_at = now()
+       update alert_ledger l
+       set status = case
+           when ${actorSuspendedSql("l.actor_id")} or not exists (select 1 from alert_subscription s where s.id = l.subscription_id) then 'skipped'
+           else 'digested'
+         end,
+         decided_at = now()
        from picked p
        where l.actor_id = p.actor_id and l.day = p.day and l.status = 'deferred'
        returning l.actor_id, l.day, l.report_id, l.subscription_id, l.distance_m, l.status

@@ -62,7 +62,7 @@ describe("a suspended subscriber", () => {
 
     const reportId = await createLostReport(h.api, freshActor("reporter"), { location: spot });
     const fanout = await startTestFanout(h.db.pool, reportId);
-    expect(await runFanoutBatch(h.db.pool, fanout, 0, { batchSize: 10 })).toEqual({ outcome: "collected", recipients: 5 });
+    expect(await runFanoutBatch(h.db.pool, fanout, 0, { batchSize: 10 })).toEqual({ outcome: "collected", recipients: 5, deferred: 0 });
     await suspend(late);
     expect(await runFanoutBatch(h.db.pool, fanout, 1, { batchSize: 10 })).toMatchObject({ notified: 3, skipped: 2, done: true });
 
@@ -75,10 +75,10 @@ describe("a suspended subscriber", () => {
     expect(quota.rows).toEqual([]);
   });
 
-  it("gets no digest of the alerts deferred past the cap before the suspension; the others still do", async () => {
+  it("gets no digest of the alerts deferred past the cap before the suspension, nor does one who unsubscribed; the others still do", async () => {
     const spot = place();
-    const [kept, banned] = [freshActor("kept"), freshActor("banned")];
-    for (const actor of [kept, banned]) await subscribe(h.db.pool, actor, offset(spot, -1), 5);
+    const [kept, banned, gone] = [freshActor("kept"), freshActor("banned"), freshActor("gone")];
+    for (const actor of [kept, banned, gone]) await subscribe(h.db.pool, actor, offset(spot, -1), 5);
     // A cap of 1: the first report notifies both, the second is deferred for both.
     const first = await createLostReport(h.api, freshActor("reporter"), { location: spot });
     await fanOut(first, { dailyCap: 1 });
@@ -86,9 +86,10 @@ describe("a suspended subscriber", () => {
     await fanOut(second, { dailyCap: 1 });
     expect(await ledgerOf(second, banned)).toBe("deferred");
     await suspend(banned);
+    await h.db.pool.query(`delete from alert_subscription where actor_id = $1`, [gone]);
 
     const { rows } = await h.db.pool.query(`select to_char(day + 1, 'YYYY-MM-DD') as tomorrow from alert_ledger where report_id = $1 limit 1`, [second]);
-    expect(await runDigest(h.api.pool, rows[0].tomorrow)).toEqual({ subscriberDays: 2, notifications: 1 });
+    expect(await runDigest(h.api.pool, rows[0].tomorrow)).toEqual({ subscriberDays: 3, notifications: 1 });
     expect(await runDigest(h.api.pool, rows[0].tomorrow)).toEqual({ subscriberDays: 0, notifications: 0 });
 
     const digests = await h.db.pool.query(
@@ -96,6 +97,7 @@ describe("a suspended subscriber", () => {
     );
     expect(digests.rows).toEqual([{ actor: kept, reports: second }]);
     expect(await ledgerOf(second, banned)).toBe("skipped");
+    expect(await ledgerOf(second, gone)).toBe("skipped");
     expect(await ledgerOf(second, kept)).toBe("digested");
   });
 });
