@@ -67,6 +67,9 @@ export async function startBenchStack(database: string, { inspect = false } = {}
     API_TRUSTED_PROXY_CIDRS: "127.0.0.1/32",
     LOG_LEVEL: "warn",
     DATABASE_POOL_SIZE: "20",
+    // The alert bench's fan-out settings, when it is run to compare them (bench/alerts-fanout.ts).
+    ...(process.env.NOTIFIER_FANOUT_CONCURRENCY ? { NOTIFIER_FANOUT_CONCURRENCY: process.env.NOTIFIER_FANOUT_CONCURRENCY } : {}),
+    ...(process.env.NOTIFIER_FANOUT_DUTY ? { NOTIFIER_FANOUT_DUTY: process.env.NOTIFIER_FANOUT_DUTY } : {}),
   };
   const startRelay = async () => {
     const relay = ServiceProcess.start("relay", { ...env, RELAY_HEALTH_ADDR: `127.0.0.1:${ports.relay}`, NODE_OPTIONS: nodeOptions("relay") });
