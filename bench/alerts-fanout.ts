@@ -17,53 +17,21 @@
  *
  * Then API writes (POST /v1/safety/lost-reports, 10/s, each from its own
  * actor and address) quiet, and during a 100,000-subscriber fan-out.
+ *
+ * Last, the load item (bench/alerts-load.ts): lost reports at 10/s for 30 s
+ * through the open-loop generator, at points that follow the subscribers,
+ * quiet (before seeding) and with every subscription seeded; the writes'
+ * latency and whether the fan-out keeps up. ALERTS_BENCH_PARTS=load runs
+ * only that (and the seeding); results go to
+ * bench/results/alerts-fanout-<date>[-<time>].json.
  */
-import { writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { coveringSubscriptionsSql } from "../notifier/alerts/store.js";
+import { LOAD, quietWrites, seededWritesNoFanout, writesUnderFanout } from "./alerts-load.js";
+import { CITY, CLUSTERS, seed } from "./alerts-seed.js";
 import { log, machine, startBenchStack, type BenchStack } from "./stack.js";
 import { round, summarize } from "./stats.js";
-
-const CITY = { lat: 48.8566, lon: 2.3522 };
-const CLUSTERS = [
-  { name: "1k", n: 1_000, lat: 56.0, lon: 10.0 },
-  { name: "10k", n: 10_000, lat: 57.0, lon: 12.0 },
-  { name: "100k", n: 100_000, lat: 58.5, lon: 14.0 },
-];
-
-async function seed(stack: BenchStack): Promise<void> {
-  const t0 = performance.now();
-  // The country: 80,000 anywhere in the box, radius 0.5–20 km.
-  await stack.pool.query(`
-    insert into alert_subscription (actor_id, location, radius_m)
-    select 'country-' || g, st_setsrid(st_makepoint(-1.5 + random() * 9, 43 + random() * 7.5), 4326)::geography, 500 + random() * 19500
-    from generate_series(1, 80000) g`);
-  // The city: 20,000 within 10 km of its centre, each radius covering the centre (10.5–20 km).
-  await stack.pool.query(
-    `insert into alert_subscription (actor_id, location, radius_m)
-     select 'city-' || g, st_project(st_setsrid(st_makepoint($2, $1), 4326)::geography, 10000 * sqrt(random()), radians(random() * 360)),
-            10500 + random() * 9500
-     from generate_series(1, 20000) g`,
-    [CITY.lat, CITY.lon],
-  );
-  // Clusters outside the country: every subscriber within 5 km of the centre with a radius of 6–10 km.
-  for (const c of CLUSTERS) {
-    await stack.pool.query(
-      `insert into alert_subscription (actor_id, location, radius_m)
-       select $3 || '-' || g, st_project(st_setsrid(st_makepoint($2, $1), 4326)::geography, 5000 * sqrt(random()), radians(random() * 360)),
-              6000 + random() * 4000
-       from generate_series(1, $4::int) g`,
-      [c.lat, c.lon, `cluster${c.name}`, c.n],
-    );
-  }
-  // One subscriber in ten has an email address: their alert also goes by email, a delivery job each
-  // (no SMTP_URL here, so those dead-letter at once, as the contract says).
-  await stack.pool.query(
-    `insert into notification_preference (actor_id, email) select actor_id, actor_id || '@example.org' from alert_subscription where random() < 0.1`,
-  );
-  await stack.pool.query(`analyze alert_subscription`);
-  log(`seeded ${100_000 + CLUSTERS.reduce((n, c) => n + c.n, 0)} subscriptions in ${round((performance.now() - t0) / 1000, 1)} s`);
-}
 
 let requests = 0;
 async function reportLost(stack: BenchStack, at: { lat: number; lon: number }): Promise<{ id: string; ms: number }> {
@@ -159,39 +127,64 @@ async function writes(stack: BenchStack, seconds: number): Promise<number[]> {
   return latencies;
 }
 
+const DATABASE = "ass_bench_alerts";
+const parts = new Set((process.env.ALERTS_BENCH_PARTS ?? "scenarios,load").split(","));
+
+/** One report each at the clusters' and the city's centre, then the older writes-during-100k figure. */
+async function scenarios(stack: BenchStack) {
+  const fanouts: FanoutFigures[] = [];
+  fanouts.push(await fanOut(stack, "1k in range", CLUSTERS[0]!));
+  await drained(stack, 20_000);
+  fanouts.push(await fanOut(stack, "10k in range", CLUSTERS[1]!));
+  await drained(stack, 30_000);
+  fanouts.push(await fanOut(stack, "city: 20k within 10 km", CITY));
+  const left = await drained(stack, 40_000);
+  log(`deliveries still queued before the quiet writes: ${left}`);
+
+  const quiet = summarize(await writes(stack, 8));
+  log(`writes, quiet: ${JSON.stringify(quiet)}`);
+  const during = writes(stack, 8);
+  await sleep(200);
+  const big = fanOut(stack, "100k in range", CLUSTERS[2]!);
+  const busy = summarize(await during);
+  log(`writes during the 100k fan-out: ${JSON.stringify(busy)}`);
+  fanouts.push(await big);
+  console.table(fanouts);
+  return { fanouts, writes: { quiet, duringFanout: busy } };
+}
+
+/** The load item: quiet writes before the seeding (passed in), then with everything seeded, far from subscribers and while fanning out. */
+async function loadItem(stack: BenchStack, quiet: Awaited<ReturnType<typeof quietWrites>>) {
+  log(`deliveries still queued before the load: ${await drained(stack, 120_000)}`);
+  const seededNoFanout = await seededWritesNoFanout(stack);
+  const underFanout = await writesUnderFanout(stack, DATABASE);
+  const p95Ratio = round(underFanout.writes.p95 / quiet.p95, 2);
+  log(`write p95 under fan-out / quiet: ${p95Ratio} (target ≤ 1.2)`);
+  const fanoutSettings = { concurrency: process.env.NOTIFIER_FANOUT_CONCURRENCY ?? "default", duty: process.env.NOTIFIER_FANOUT_DUTY ?? "default" };
+  return { offered: LOAD, fanoutSettings, target: "write p95 ≤ 1.2 × quiet; fan-out keeps up", p95Ratio, quiet, seededNoFanout, underFanout };
+}
+
 async function main() {
   const startedAt = new Date();
   log("starting the stack");
-  const stack = await startBenchStack("ass_bench_alerts");
+  const stack = await startBenchStack(DATABASE);
   try {
+    const quiet = parts.has("load") ? await quietWrites(stack) : null;
     await seed(stack);
     // Warm the API path and the notifier's consumer once.
     await reportLost(stack, { lat: -40, lon: -61 });
     await sleep(1_000);
+    const measured = parts.has("scenarios") ? await scenarios(stack) : null;
+    const load = quiet ? await loadItem(stack, quiet) : null;
 
-    const fanouts: FanoutFigures[] = [];
-    fanouts.push(await fanOut(stack, "1k in range", CLUSTERS[0]!));
-    await drained(stack, 20_000);
-    fanouts.push(await fanOut(stack, "10k in range", CLUSTERS[1]!));
-    await drained(stack, 30_000);
-    fanouts.push(await fanOut(stack, "city: 20k within 10 km", CITY));
-    const left = await drained(stack, 40_000);
-    log(`deliveries still queued before the quiet writes: ${left}`);
-
-    const quiet = summarize(await writes(stack, 8));
-    log(`writes, quiet: ${JSON.stringify(quiet)}`);
-    const during = writes(stack, 8);
-    await sleep(200);
-    const big = fanOut(stack, "100k in range", CLUSTERS[2]!);
-    const busy = summarize(await during);
-    log(`writes during the 100k fan-out: ${JSON.stringify(busy)}`);
-    fanouts.push(await big);
-
-    const result = { startedAt: startedAt.toISOString(), machine: machine(), fanouts, writes: { quiet, duringFanout: busy } };
-    console.table(fanouts);
-    console.log(JSON.stringify(result.writes));
+    const result = { startedAt: startedAt.toISOString(), machine: machine(), ...measured, load };
     mkdirSync("bench/results", { recursive: true });
-    writeFileSync(`bench/results/alerts-fanout-${startedAt.toISOString().slice(0, 10)}.json`, `${JSON.stringify(result, null, 2)}\n`);
+    const day = startedAt.toISOString().slice(0, 10);
+    const file = existsSync(`bench/results/alerts-fanout-${day}.json`)
+      ? `bench/results/alerts-fanout-${day}-${startedAt.toISOString().slice(11, 16).replace(":", "")}.json`
+      : `bench/results/alerts-fanout-${day}.json`;
+    writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+    log(`results: ${file}`);
   } finally {
     await stack.stop();
   }

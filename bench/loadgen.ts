@@ -34,6 +34,8 @@ interface Plan {
   warmUp?: boolean;
   /** For kind paths: GETs of these, in turn. */
   paths?: string[];
+  /** Where creates report their animal lost, in turn (default: spread over 9° × 12°). */
+  points?: Array<{ lat: number; lon: number }>;
 }
 
 const plan: Plan = JSON.parse(process.argv[2]!);
@@ -52,8 +54,7 @@ function requestFor(i: number): { method: string; path: string; headers: Record<
   const headers: Record<string, string> = { "x-forwarded-for": ipFor(i) };
   switch (plan.kind) {
     case "create": {
-      const lat = 42 + ((i * 7919) % 9000) / 1000;
-      const lon = -4 + ((i * 104729) % 12000) / 1000;
+      const { lat, lon } = plan.points?.[Math.abs(i) % plan.points.length] ?? { lat: 42 + ((i * 7919) % 9000) / 1000, lon: -4 + ((i * 104729) % 12000) / 1000 };
       return {
         method: "POST",
         path: "/v1/safety/lost-reports",

@@ -19,12 +19,13 @@
  * Postgres backends are sampled over each capacity step, to show which one
  * is the limit. Results go to bench/results/scale-out-<date>.json.
  */
-import { readdirSync, readFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { EventType } from "../lib/events.js";
 import { freePort, waitForPort } from "../tests/helpers/nats-server.js";
 import { ServiceProcess, type ProcessName } from "../tests/helpers/processes.js";
+import { postgresBackends, withCpu } from "./cpu.js";
 import { load, type LoadResult } from "./load.js";
 import { log, machine, startBenchStack, type BenchStack } from "./stack.js";
 import { round, summarize } from "./stats.js";
@@ -34,7 +35,6 @@ const stepSeconds = Number(process.env.SCALE_STEP_SECONDS ?? 5);
 const rows = Number(process.env.SCALE_ROWS ?? 20_000);
 const steps = [100, 200, 300, 400, 500, 600, 700, 800, 1000, 1200];
 const saturationRate = Number(process.env.SCALE_SATURATION_RATE ?? 1500);
-const TICK = 100; // /proc CPU times are in clock ticks of 1/100 s on Linux
 
 /** The settings bench/stack.ts gives its processes, for the second instance of each. */
 function env(stack: BenchStack, name: ProcessName, addr: string) {
@@ -56,43 +56,6 @@ async function startProcess(stack: BenchStack, name: ProcessName): Promise<{ pro
   const process = ServiceProcess.start(name, env(stack, name, `127.0.0.1:${port}`));
   await waitForPort(port, 60_000);
   return { process, port };
-}
-
-function cpuTicks(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return Number(fields[11]) + Number(fields[12]); // utime + stime
-  } catch {
-    return 0;
-  }
-}
-
-/** Backends of this database: their command line names it (`postgres: user db addr state`). */
-function postgresBackends(database: string): number[] {
-  return readdirSync("/proc")
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return readFileSync(`/proc/${d}/cmdline`, "utf8").includes(` ${database} `);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
-
-/** CPU seconds per second used by each named process group while `run` runs. */
-async function withCpu<T>(groups: () => Record<string, number[]>, run: () => Promise<T>): Promise<{ result: T; cpu: Record<string, number> }> {
-  const before = new Map<number, number>();
-  for (const pids of Object.values(groups())) for (const pid of pids) before.set(pid, cpuTicks(pid));
-  const started = performance.now();
-  const result = await run();
-  const seconds = (performance.now() - started) / 1000;
-  const cpu: Record<string, number> = {};
-  for (const [name, pids] of Object.entries(groups())) {
-    cpu[name] = round(pids.reduce((t, pid) => t + cpuTicks(pid) - (before.get(pid) ?? cpuTicks(pid)), 0) / TICK / seconds, 2);
-  }
-  return { result, cpu };
 }
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {

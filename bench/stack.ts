@@ -90,6 +90,9 @@ export async function startBenchStack(database: string, { inspect = false, profi
     DATABASE_POOL_SIZE: "20",
     // The photo scenario's objects (local backend), never the repository's .data/photos.
     PHOTO_STORAGE_DIR: `${os.tmpdir()}/ass-bench-photos-${process.pid}`,
+    // The alert bench's fan-out settings, when it is run to compare them (bench/alerts-fanout.ts).
+    ...(process.env.NOTIFIER_FANOUT_CONCURRENCY ? { NOTIFIER_FANOUT_CONCURRENCY: process.env.NOTIFIER_FANOUT_CONCURRENCY } : {}),
+    ...(process.env.NOTIFIER_FANOUT_DUTY ? { NOTIFIER_FANOUT_DUTY: process.env.NOTIFIER_FANOUT_DUTY } : {}),
   };
   const startRelay = async () => {
     const relay = ServiceProcess.start("relay", { ...env, RELAY_HEALTH_ADDR: `127.0.0.1:${ports.relay}`, NODE_OPTIONS: nodeOptions("relay") });

@@ -200,6 +200,10 @@ const notifierSchema = withListenDefaults({ NOTIFIER_HEALTH_ADDR: 8085 }, z.obje
   SMTP_FROM: z.string().min(3).default("Animal Safety <no-reply@animal-safety.example>"),
   NOTIFIER_CONSUMER_NAME: z.string().regex(/^[A-Za-z0-9_-]+$/).default("notifier"),
   NOTIFIER_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5),
+  /** Alert fan-out batches at once, on a runner of their own: each keeps a Postgres backend busy while it runs. */
+  NOTIFIER_FANOUT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1),
+  /** The share of its time a fan-out slot spends running batches; it rests the remainder, leaving the machine to the API. */
+  NOTIFIER_FANOUT_DUTY: z.coerce.number().min(0.05).max(1).default(1),
   NOTIFIER_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   NOTIFIER_CONSUME_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(32),
   /** Where the API is reached from outside: alert emails' unsubscribe links point there. */

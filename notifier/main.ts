@@ -9,6 +9,7 @@ import { installShutdown } from "../lib/shutdown.js";
 import { createObjectStorage } from "../lib/storage/index.js";
 import { startWorker } from "../lib/worker.js";
 import { NotificationConsumer } from "./consumer.js";
+import { startFanoutWorker } from "./alerts/worker.js";
 import { buildDeliverers } from "./deliverers/index.js";
 import { notificationHandlers } from "./handlers.js";
 import { createNotifierMetrics } from "./metrics.js";
@@ -71,6 +72,9 @@ const runner = await orExit(logger, "notifier: database", () =>
     localQueueSize: config.NOTIFIER_WORKER_CONCURRENCY * 4,
   }),
 );
+const fanoutRunner = await orExit(logger, "notifier: database", () =>
+  startFanoutWorker(pool, logger, { concurrency: config.NOTIFIER_FANOUT_CONCURRENCY, duty: config.NOTIFIER_FANOUT_DUTY }),
+);
 const storage = createObjectStorage(config);
 const photoRunner = await orExit(logger, "notifier: database", () =>
   startPhotoWorker({ pool, storage, logger }, config.NOTIFIER_PHOTO_CONCURRENCY),
@@ -109,6 +113,7 @@ installShutdown(logger, [
   { name: "stop consuming", run: () => consumer.stop() },
   { name: "stop stall sweep", run: () => clearInterval(stallSweep) },
   { name: "stop worker", run: () => runner.stop() },
+  { name: "stop fan-out worker", run: () => fanoutRunner.stop() },
   { name: "stop photo worker", run: () => photoRunner.stop() },
   { name: "close health server", run: () => health.close() },
   { name: "close deliverers", run: () => Object.values(deliverers).forEach((d) => d.close?.()) },

@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { actorIdOf, call, type Credential, type Problem } from "./api";
 import { Accounts } from "./screens/accounts";
+import { Alerts } from "./screens/alerts";
 import { Audit } from "./screens/audit";
 import { Moderation } from "./screens/moderation";
 import { Notifications } from "./screens/notifications";
@@ -10,6 +11,7 @@ import { SessionContext, toProblem, type Session } from "./ui";
 
 const SCREENS = {
   moderation: { label: "Moderation", view: Moderation },
+  alerts: { label: "Alerts", view: Alerts },
   outbox: { label: "Outbox", view: Outbox },
   notifications: { label: "Notifications", view: Notifications },
   audit: { label: "Audit log", view: Audit },

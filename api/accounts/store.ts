@@ -1,3 +1,4 @@
+import { ACTIVE_SUSPENSION_SQL as activeSuspension } from "../../lib/accounts.js";
 import type { Queryable } from "../../lib/db.js";
 
 /**
@@ -5,11 +6,6 @@ import type { Queryable } from "../../lib/db.js";
  * itself lives at the identity provider, so a row exists only once an admin
  * acted on the account; no row means active.
  */
-
-// An expired suspension counts as active here and in isSuspended: the expiry
-// itself is the restore, with no job that has to run first.
-const activeSuspension = `suspended_at is not null
-  and (suspension_expires_at is null or suspension_expires_at > now())`;
 
 /** True while the account has a suspension that has not been restored or expired. Uncached on purpose. */
 export async function isSuspended(client: Queryable, userId: string): Promise<boolean> {

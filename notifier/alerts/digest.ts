@@ -1,3 +1,4 @@
+import { actorSuspendedSql } from "../../lib/accounts.js";
 import { NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
@@ -12,7 +13,9 @@ import { insertAlertNotifications, needingDelivery } from "./store.js";
  * become one nearby_lost notification per day, listing the reports that are
  * still open and not moderated. Idempotent: the ledger rows move from
  * deferred to digested in the transaction that writes the notification,
- * whose source id is derived from (subscriber, day).
+ * whose source id is derived from (subscriber, day). A subscriber suspended
+ * by then, or whose subscription is gone (unsubscribed since), gets none of
+ * those reports: their rows move to skipped instead.
  */
 
 /** Subscriber-days per transaction. */
@@ -23,7 +26,8 @@ interface DigestRow extends AlertReport {
   day: string;
   subscriptionId: string;
   distanceM: number;
-  stillOpen: boolean;
+  /** To list: not skipped, and the report is still open and not moderated. */
+  due: boolean;
 }
 
 async function takeDeferred(client: Queryable, today: string, limit: number): Promise<DigestRow[]> {
@@ -35,15 +39,20 @@ async function takeDeferred(client: Queryable, today: string, limit: number): Pr
        limit $2::int
      ),
      taken as (
-       update alert_ledger l set status = 'digested', decided_at = now()
+       update alert_ledger l
+       set status = case
+           when ${actorSuspendedSql("l.actor_id")} or not exists (select 1 from alert_subscription s where s.id = l.subscription_id) then 'skipped'
+           else 'digested'
+         end,
+         decided_at = now()
        from picked p
        where l.actor_id = p.actor_id and l.day = p.day and l.status = 'deferred'
-       returning l.actor_id, l.day, l.report_id, l.subscription_id, l.distance_m
+       returning l.actor_id, l.day, l.report_id, l.subscription_id, l.distance_m, l.status
      )
      select t.actor_id as "actorId", to_char(t.day, 'YYYY-MM-DD') as day, t.report_id as "reportId",
        t.subscription_id as "subscriptionId", t.distance_m as "distanceM",
        r.species as "species", st_y(r.coarse_location::geometry) as lat, st_x(r.coarse_location::geometry) as lon,
-       r.last_seen_at as "lastSeenAt", (r.status = 'open' and m.state is null) as "stillOpen"
+       r.last_seen_at as "lastSeenAt", (t.status = 'digested' and r.status = 'open' and m.state is null) as "due"
      from taken t
      join safety_lost_report r on r.id = t.report_id
      left join moderation_content_state m on m.target_type = 'lost_report' and m.target_id = r.id
@@ -66,7 +75,7 @@ export async function runDigest(pool: Pool, today?: string): Promise<DigestResul
   for (;;) {
     const slice = await withTransaction(pool, async (client) => {
       const rows = await takeDeferred(client, day, DIGEST_SLICE);
-      const groups = Map.groupBy(rows.filter((r) => r.stillOpen), (r) => `${r.actorId}\n${r.day}`);
+      const groups = Map.groupBy(rows.filter((r) => r.due), (r) => `${r.actorId}\n${r.day}`);
       const preferences = await emailPreferences(client, [...new Set(rows.map((r) => r.actorId))]);
       const notifications: NewNotification[] = [...groups.values()].flatMap((items) => {
         const { actorId, day: itemDay } = items[0]!;

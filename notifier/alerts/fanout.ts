@@ -1,10 +1,9 @@
 import { ALERTS_FANOUT_TASK, DAILY_ALERT_CAP, FANOUT_BATCH_SIZE, fanoutJobKey, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
-import { EventType } from "../../lib/events.js";
 import { enqueueDeliveries } from "../../lib/notifications.js";
 import type { QueuedJob } from "../queued-job.js";
-import { channelsFor, emailPreferences, type NewNotification } from "../store.js";
-import { nearbyLostDraft, type AlertReport } from "./messages.js";
+import { channelsFor, emailPreferences } from "../store.js";
+import { nearbyLostTexts, textIndex } from "./messages.js";
 import * as store from "./store.js";
 
 /**
@@ -14,9 +13,11 @@ import * as store from "./store.js";
  *
  *   consumer (the event's transaction, notifier/reactions.ts) → job batch 0
  *   batch 0: record the fan-out (alert_fanout) and claim every subscriber in
- *            range in alert_ledger → job batch 1
+ *            range in alert_ledger (deferring at once those already at the
+ *            day's cap) → job batch 1
  *   batch n: decide the next ≤ 1,000 (notify, or defer past the daily cap),
  *            write their notifications and delivery jobs → job batch n+1
+ *            (a batch mostly past the cap defers all the rest that are)
  *
  * Each batch is one transaction, so a worker that dies mid-batch leaves
  * nothing behind, and the ledger's primary key (report, subscriber) makes
@@ -50,7 +51,7 @@ export interface FanoutOptions {
 export type BatchResult =
   | { outcome: "stale" }
   | { outcome: "stopped"; reason: string }
-  | { outcome: "collected"; recipients: number }
+  | { outcome: "collected"; recipients: number; deferred: number }
   | { outcome: "batch"; notified: number; deferred: number; skipped: number; done: boolean };
 
 /** Why a report's alerts must stop, or null while it may still alert. */
@@ -75,6 +76,7 @@ export async function runFanoutBatch(
 ): Promise<BatchResult> {
   const { batchSize = FANOUT_BATCH_SIZE, dailyCap = DAILY_ALERT_CAP } = options;
   return withTransaction(pool, async (client): Promise<BatchResult> => {
+    await store.commitWithoutWaitingForFlush(client);
     if (batch === 0 && start) await store.insertFanout(client, { ...start, eventId: fanoutId });
     const fanout = await store.lockFanout(client, fanoutId);
     if (!fanout || fanout.status !== "running" || fanout.nextBatch !== batch) return { outcome: "stale" };
@@ -84,44 +86,46 @@ export async function runFanoutBatch(
       return { outcome: "stopped", reason };
     }
     if (batch === 0) {
-      const recipients = await store.collectRecipients(client, fanout);
-      await store.recordCollected(client, fanoutId, recipients, batchSize);
-      if (recipients > 0) await store.queueFanoutBatch(client, fanout, 1);
-      return { outcome: "collected", recipients };
+      const claimed = await store.collectRecipients(client, fanout, dailyCap);
+      await store.recordCollected(client, fanoutId, claimed, batchSize);
+      if (claimed.pending > 0) await store.queueFanoutBatch(client, fanout, 1);
+      return { outcome: "collected", recipients: claimed.pending + claimed.deferred, deferred: claimed.deferred };
     }
     const decided = await store.decideBatch(client, fanout, fanout.afterActor, batchSize, dailyCap);
     const notified = decided.filter((d) => d.status === "notified");
     await notify(client, fanout, notified);
-    const done = decided.length < batchSize;
     const count = (status: store.Decided["status"]) => decided.filter((d) => d.status === status).length;
-    await store.recordBatch(client, fanoutId, {
-      afterActor: decided.at(-1)?.actorId ?? null,
-      notified: notified.length,
-      deferred: count("deferred"),
-      skipped: count("skipped"),
-      done,
-    });
+    let deferred = count("deferred");
+    let done = decided.length < batchSize;
+    // Mostly past the cap: other fan-outs in the area reached it since this one was collected (a burst
+    // of reports in a city). The rest of its capped subscribers are deferred now, in one statement.
+    if (!done && deferred * 2 >= decided.length) {
+      const swept = await store.deferCapped(client, fanout, dailyCap);
+      deferred += swept.deferred;
+      done = swept.left === 0;
+    }
+    const skipped = count("skipped");
+    await store.recordBatch(client, fanoutId, { afterActor: decided.at(-1)?.actorId ?? null, notified: notified.length, deferred, skipped, done });
     if (!done) await store.queueFanoutBatch(client, fanout, batch + 1);
-    return { outcome: "batch", notified: notified.length, deferred: count("deferred"), skipped: count("skipped"), done };
+    return { outcome: "batch", notified: notified.length, deferred, skipped, done };
   });
 }
 
 /** The batch's notifications in one insert (in-app ones sent), and their email deliveries in one add_jobs, behind other notifications'. */
 async function notify(client: Queryable, fanout: store.LockedFanout, recipients: store.Decided[]): Promise<void> {
   if (recipients.length === 0) return;
-  const report: AlertReport = { reportId: fanout.reportId, species: fanout.species, lat: fanout.lat, lon: fanout.lon, lastSeenAt: fanout.lastSeenAt };
+  const texts = nearbyLostTexts({ reportId: fanout.reportId, species: fanout.species, lat: fanout.lat, lon: fanout.lon, lastSeenAt: fanout.lastSeenAt });
   const preferences = await emailPreferences(client, recipients.map((r) => r.actorId));
-  const rows: NewNotification[] = recipients.flatMap((recipient) => {
-    const draft = nearbyLostDraft(report, recipient);
-    return channelsFor(draft.kind, preferences.get(recipient.actorId)).map((channel) => ({
-      ...draft,
-      sourceEventId: fanout.eventId,
-      eventType: fanout.eventType as EventType,
+  const rows: store.NearbyRow[] = recipients.flatMap((recipient) =>
+    channelsFor(texts[0]!.kind, preferences.get(recipient.actorId)).map((channel) => ({
+      actorId: recipient.actorId,
+      subscriptionId: recipient.subscriptionId,
+      km: textIndex(recipient.distanceM),
       channel,
-    }));
-  });
-  const inserted = await store.insertAlertNotifications(client, rows);
-  await enqueueDeliveries(client, store.needingDelivery(inserted), { priority: NEARBY_DELIVERY_PRIORITY });
+    })),
+  );
+  const needDelivery = await store.insertNearbyNotifications(client, fanout, texts, rows);
+  await enqueueDeliveries(client, needDelivery, { priority: NEARBY_DELIVERY_PRIORITY });
 }
 
 /** A fan-out untouched this long lost its job (a batch touches the row on every commit). */

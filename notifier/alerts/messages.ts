@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { MAX_RADIUS_KM } from "../../lib/alerts.js";
 import type { Species } from "../../lib/animals.js";
 import type { NotificationDraft } from "../handlers.js";
 
@@ -49,6 +50,20 @@ export function nearbyLostDraft(report: AlertReport, recipient: AlertRecipient):
     },
   };
 }
+
+/**
+ * The nearby_lost draft of a report for every distance a subscription can be
+ * from it in whole km (index = km, up to the largest radius), so that a
+ * batch's rows are built in SQL from each recipient's rounded distance
+ * (notifier/alerts/store.ts insertNearbyNotifications). Recipient and
+ * subscription are left blank: each row sets its own.
+ */
+export function nearbyLostTexts(report: AlertReport): NotificationDraft[] {
+  return Array.from({ length: MAX_RADIUS_KM + 1 }, (_, km) => nearbyLostDraft(report, { actorId: "", subscriptionId: "", distanceM: km * 1000 }));
+}
+
+/** The index into nearbyLostTexts for a distance. */
+export const textIndex = (distanceM: number) => Math.min(roundedKm(distanceM), MAX_RADIUS_KM);
 
 /** Reports listed in a digest's text and data; the count covers them all. */
 const DIGEST_LISTED = 50;

@@ -1,6 +1,9 @@
+import { actorSuspendedSql } from "../../lib/accounts.js";
 import type { Species } from "../../lib/animals.js";
 import { ALERTS_FANOUT_TASK, fanoutJobKey } from "../../lib/alerts.js";
 import type { Queryable } from "../../lib/db.js";
+import type { Channel } from "../../lib/notifications.js";
+import type { NotificationDraft } from "../handlers.js";
 import type { NewNotification } from "../store.js";
 
 /** SQL of the alert fan-out: starting one, its batches, the stall sweep. Tables: migrations 000006. */
@@ -13,13 +16,41 @@ export interface FanoutRef {
   eventId: string;
 }
 
-/** Queues batch `batch` of a fan-out in the caller's transaction (one job key per fan-out). */
+/**
+ * Queues batch `batch` of a fan-out in the caller's transaction (one job key
+ * per fan-out), after the fan-out's counts are updated. Its priority is the
+ * number of batches the fan-out has left after this one (graphile-worker
+ * runs lower numbers first; starts run at 0, as does a last batch), and its
+ * run_at the fan-out's start (ties go to the oldest). When fan-outs queue up
+ * behind each other (a burst of reports in a city), starts and last batches
+ * run in the order their reports came, so a small fan-out is not held up
+ * behind a city's; then the one closest to done goes next, so the city's
+ * finish one after another rather than all at the end. A big one waits only
+ * while smaller ones keep arriving faster than the fan-out worker runs them.
+ */
 export async function queueFanoutBatch(client: Queryable, { reportId, eventId }: FanoutRef, batch: number): Promise<void> {
   await client.query(
-    `select from graphile_worker.add_job($1::text, json_build_object('fanoutId', $2::uuid, 'batch', $3::int),
-       job_key := $4::text, max_attempts := $5::int)`,
+    `select from alert_fanout f
+     cross join lateral graphile_worker.add_job($1::text, json_build_object('fanoutId', $2::uuid, 'batch', $3::int),
+       job_key := $4::text, max_attempts := $5::int, run_at := f.created_at,
+       priority := least(greatest(coalesce(ceil((f.recipients - f.notified - f.deferred - f.skipped)::numeric / f.batch_size) - 1, 0), 0), 10000)::int)
+     where f.event_id = $2::uuid`,
     [ALERTS_FANOUT_TASK, eventId, batch, fanoutJobKey(reportId, eventId), FANOUT_JOB_MAX_ATTEMPTS],
   );
+}
+
+/**
+ * A batch's commit does not wait for its WAL to reach the disk
+ * (synchronous_commit off for the transaction): batches write megabytes of
+ * WAL, and waiting on each flush slowed the API's own commits, which flush
+ * behind them. Nothing is lost that is not redone: a batch lost to a
+ * Postgres crash takes its job's completion with it (a later WAL record,
+ * whose flush would have flushed the batch), so the job runs it again; and
+ * no email leaves for its notifications before a delivery job's own commit
+ * has flushed them.
+ */
+export async function commitWithoutWaitingForFlush(client: Queryable): Promise<void> {
+  await client.query(`set local synchronous_commit = off`);
 }
 
 /** Records the fan-out of an event (its batch 0 does); false when it exists already (a redelivered event) or the report does not. */
@@ -109,22 +140,49 @@ export const coveringSubscriptionsSql = `
     and s.actor_id <> r.reporter_id
   order by s.actor_id, distance_m, s.id`;
 
+export interface Claimed {
+  /** Left for the batches to decide. */
+  pending: number;
+  /** Deferred to the digest at once: their count for the day had reached the cap. */
+  deferred: number;
+}
+
 /**
  * Batch 0: claims every subscriber in range for this fan-out in the ledger.
  * A subscriber already decided for this report (an earlier event) is left
- * alone; one still pending under an earlier fan-out is taken over. Returns
- * how many this fan-out now holds.
+ * alone; one still pending under an earlier fan-out is taken over. A
+ * subscriber whose count for the UTC day has reached the cap is deferred to
+ * the digest here, in the same statement, as its batch would: the count
+ * only grows within a day (a count read before a concurrent batch raised it
+ * leaves the subscriber pending, for its batch to decide under the lock).
+ * After a burst of reports in one city most of its subscribers are capped,
+ * so their batches are never run.
  */
-export async function collectRecipients(client: Queryable, { reportId, eventId }: FanoutRef): Promise<number> {
-  const { rowCount } = await client.query(
-    `insert into alert_ledger (report_id, actor_id, fanout_event_id, subscription_id, distance_m)
-     select $1::uuid, c.actor_id, $2::uuid, c.subscription_id, c.distance_m from (${coveringSubscriptionsSql}) c
-     on conflict (report_id, actor_id) do update
-       set fanout_event_id = excluded.fanout_event_id, subscription_id = excluded.subscription_id, distance_m = excluded.distance_m
-       where alert_ledger.status = 'pending'`,
-    [reportId, eventId],
+export async function collectRecipients(client: Queryable, { reportId, eventId }: FanoutRef, dailyCap: number): Promise<Claimed> {
+  // The planner expects a single covering subscription (ST_DWithin's estimate), so it probes the day's
+  // quota once per recipient, as a bitmap scan: 3× a plain index probe's cost over a city's 20,000.
+  await client.query(`set local enable_bitmapscan = off`);
+  const { rows } = await client.query<Claimed>(
+    `with claimed as (
+       insert into alert_ledger as l (report_id, actor_id, fanout_event_id, subscription_id, distance_m, status, day, decided_at)
+       select $1::uuid, c.actor_id, $2::uuid, c.subscription_id, c.distance_m,
+         case when q.actor_id is null then 'pending' else 'deferred' end,
+         case when q.actor_id is not null then (now() at time zone 'utc')::date end,
+         case when q.actor_id is not null then now() end
+       from (${coveringSubscriptionsSql}) c
+       left join alert_daily_quota q on q.actor_id = c.actor_id and q.day = (now() at time zone 'utc')::date and q.sent >= $3::int
+       on conflict (report_id, actor_id) do update
+         set fanout_event_id = excluded.fanout_event_id, subscription_id = excluded.subscription_id, distance_m = excluded.distance_m,
+           status = excluded.status, day = excluded.day, decided_at = excluded.decided_at
+         where l.status = 'pending'
+       returning l.status
+     )
+     select count(*) filter (where status = 'pending')::int as pending, count(*) filter (where status = 'deferred')::int as deferred
+     from claimed`,
+    [reportId, eventId, dailyCap],
   );
-  return rowCount ?? 0;
+  await client.query(`set local enable_bitmapscan to default`);
+  return rows[0]!;
 }
 
 export interface Decided {
@@ -136,7 +194,9 @@ export interface Decided {
 
 /**
  * Batch n: the next `size` pending subscribers after `afterActor`, each
- * decided in one statement: skipped when its subscription is gone, notified
+ * decided in one statement: skipped when its subscription is gone or its
+ * subscriber is suspended (as of this batch: a suspension before it counts,
+ * whenever the fan-out started), notified
  * while the subscriber's count for the UTC day is under the cap, deferred to
  * the digest past it. The quota upsert goes in actor order, so concurrent
  * fan-outs lock subscribers in the same order and never deadlock.
@@ -150,7 +210,8 @@ export async function decideBatch(
 ): Promise<Decided[]> {
   const { rows } = await client.query<Decided>(
     `with batch as (
-       select l.actor_id, exists (select 1 from alert_subscription s where s.id = l.subscription_id) as live
+       select l.actor_id,
+         exists (select 1 from alert_subscription s where s.id = l.subscription_id) and not ${actorSuspendedSql("l.actor_id")} as live
        from alert_ledger l
        where l.report_id = $1::uuid and l.fanout_event_id = $2::uuid and l.status = 'pending' and l.actor_id > $3::text
        order by l.actor_id
@@ -177,6 +238,30 @@ export async function decideBatch(
     [reportId, eventId, afterActor ?? "", size, dailyCap],
   );
   return rows;
+}
+
+/**
+ * Defers every subscriber still pending in the fan-out whose count for the
+ * UTC day has reached the cap, in one statement, as their batches would (the
+ * count only grows within a day, so no quota lock is needed). Returns how
+ * many it deferred and how many are left pending.
+ */
+export async function deferCapped(client: Queryable, { reportId, eventId }: FanoutRef, dailyCap: number): Promise<{ deferred: number; left: number }> {
+  const { rows } = await client.query<{ deferred: number; left: number }>(
+    `with capped as (
+       update alert_ledger l set status = 'deferred', day = (now() at time zone 'utc')::date, decided_at = now()
+       from alert_daily_quota q
+       where l.report_id = $1::uuid and l.fanout_event_id = $2::uuid and l.status = 'pending'
+         and q.actor_id = l.actor_id and q.day = (now() at time zone 'utc')::date and q.sent >= $3::int
+       returning 1
+     )
+     select (select count(*) from capped)::int as deferred,
+       -- The statement's snapshot is from before the update: pending then, less the ones deferred.
+       ((select count(*) from alert_ledger where report_id = $1::uuid and fanout_event_id = $2::uuid and status = 'pending')
+         - (select count(*) from capped))::int as left`,
+    [reportId, eventId, dailyCap],
+  );
+  return rows[0]!;
 }
 
 /**
@@ -215,6 +300,61 @@ export async function insertAlertNotifications(client: Queryable, batch: NewNoti
   return rows;
 }
 
+export interface NearbyRow {
+  actorId: string;
+  subscriptionId: string;
+  /** Index into the texts: the distance rounded to the km (messages.ts textIndex). */
+  km: number;
+  channel: Channel;
+}
+
+/**
+ * A batch's nearby_lost notifications in one statement, each row's subject,
+ * body and data picked in SQL from `texts` (messages.ts nearbyLostTexts, one
+ * per km) by its rounded distance, with its subscription id added to the
+ * data: the batch sends Postgres four short columns per row instead of the
+ * texts. In-app rows are written sent, as in insertAlertNotifications; a row
+ * that exists already (a replay) is left alone. Returns the ids of the new
+ * rows that need a delivery job (the email ones).
+ */
+export async function insertNearbyNotifications(
+  client: Queryable,
+  source: { eventId: string; eventType: string },
+  texts: NotificationDraft[],
+  rows: NearbyRow[],
+): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const { rows: inserted } = await client.query<{ id: string }>(
+    `with inserted as (
+       insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
+                                 status, attempts, round_attempts, sent_at)
+       select u.r, u.c, $5::uuid, $6::text, $7::text, $8::text, ($9::text[])[u.km + 1], ($10::text[])[u.km + 1],
+         ($11::jsonb[])[u.km + 1] || jsonb_build_object('alertSubscriptionId', u.s::text),
+         case when u.c = 'in_app' then 'sent' else 'pending' end,
+         case when u.c = 'in_app' then 1 else 0 end, case when u.c = 'in_app' then 1 else 0 end,
+         case when u.c = 'in_app' then now() end
+       from unnest($1::text[], $2::text[], $3::uuid[], $4::int[]) as u(r, c, s, km)
+       on conflict (source_event_id, recipient_actor_id, channel) do nothing
+       returning id, channel
+     )
+     select id from inserted where channel <> 'in_app'`,
+    [
+      rows.map((r) => r.actorId),
+      rows.map((r) => r.channel),
+      rows.map((r) => r.subscriptionId),
+      rows.map((r) => r.km),
+      source.eventId,
+      texts[0]!.sourceKey,
+      source.eventType,
+      texts[0]!.kind,
+      texts.map((t) => t.subject),
+      texts.map((t) => t.body),
+      texts.map((t) => JSON.stringify(t.data)),
+    ],
+  );
+  return inserted.map((r) => r.id);
+}
+
 /** The new notifications that need a delivery job: all but in_app, which are written sent. */
 export const needingDelivery = (rows: Array<{ id: string; channel: string }>) => rows.filter((r) => r.channel !== "in_app").map((r) => r.id);
 
@@ -238,14 +378,15 @@ export async function recordBatch(client: Queryable, eventId: string, outcome: B
   );
 }
 
-export async function recordCollected(client: Queryable, eventId: string, recipients: number, batchSize: number): Promise<void> {
+/** Batch 0's outcome: the recipients claimed, the ones deferred at once among them; done when none is left pending. */
+export async function recordCollected(client: Queryable, eventId: string, claimed: Claimed, batchSize: number): Promise<void> {
   await client.query(
     `update alert_fanout
-     set recipients = $2::int, batch_size = $3::int, next_batch = 1, updated_at = now(),
+     set recipients = $2::int + $3::int, deferred = $3::int, batch_size = $4::int, next_batch = 1, updated_at = now(),
        status = case when $2::int = 0 then 'done' else status end,
        finished_at = case when $2::int = 0 then now() end
      where event_id = $1::uuid`,
-    [eventId, recipients, batchSize],
+    [eventId, claimed.pending, claimed.deferred, batchSize],
   );
 }
 
@@ -261,20 +402,27 @@ export async function stopFanout(client: Queryable, eventId: string, reason: str
  * Fan-outs that have not moved for a while: their job died with a worker
  * (graphile-worker keeps it locked for hours) or failed its retries. Touched
  * here and returned for re-queuing; a batch in progress holds its row and is
- * skipped.
+ * skipped, and so is a fan-out whose next job is still queued, waiting for
+ * its turn behind other fan-outs (a burst can queue minutes of batches) or
+ * for a retry: re-adding it would move it to the back of the queue.
  */
 export async function claimStalledFanouts(client: Queryable, olderThanSeconds: number, limit: number): Promise<Array<FanoutRef & { nextBatch: number }>> {
   const { rows } = await client.query<FanoutRef & { nextBatch: number }>(
     `with stalled as (
-       select event_id from alert_fanout
-       where status = 'running' and updated_at < now() - make_interval(secs => $1::double precision)
-       order by updated_at
+       select f.event_id from alert_fanout f
+       where f.status = 'running' and f.updated_at < now() - make_interval(secs => $1::double precision)
+         and not exists (
+           -- The batches' job key (lib/alerts.ts fanoutJobKey).
+           select 1 from graphile_worker._private_jobs j
+           where j.key = $3::text || ':' || f.report_id || ':' || f.event_id and j.locked_at is null and j.attempts < j.max_attempts
+         )
+       order by f.updated_at
        limit $2::int
-       for update skip locked
+       for update of f skip locked
      )
      update alert_fanout f set updated_at = now() from stalled s where f.event_id = s.event_id
      returning f.report_id as "reportId", f.event_id as "eventId", f.next_batch as "nextBatch"`,
-    [olderThanSeconds, limit],
+    [olderThanSeconds, limit, ALERTS_FANOUT_TASK],
   );
   return rows;
 }

@@ -48,10 +48,22 @@ describe("a fan-out in batches", () => {
     const { reportId, subscribers } = await reportWithSubscribers(7);
     await h.db.pool.query(`insert into notification_preference (actor_id, email) values ($1, 'one@example.org')`, [subscribers[4]]);
     const fanout = await startTestFanout(h.db.pool, reportId);
-    expect(await runFanoutBatch(h.db.pool, fanout, 0, small)).toEqual({ outcome: "collected", recipients: 7 });
+    expect(await runFanoutBatch(h.db.pool, fanout, 0, small)).toEqual({ outcome: "collected", recipients: 7, deferred: 0 });
     expect(await ledger(reportId)).toEqual([{ status: "pending", n: 7 }]);
+    // The next batch's job runs before the batches of fan-outs with more left (its priority: batches left after it),
+    // and before those of younger fan-outs with as many left (its run_at: the fan-out's start).
+    const nextJob = async () =>
+      (
+        await h.db.pool.query(
+          `select j.payload->>'batch' as batch, j.priority, j.run_at = f.created_at as "byAge"
+           from graphile_worker._private_jobs j, alert_fanout f where j.key = $1 and f.event_id = $2`,
+          [fanoutJobKey(reportId, fanout), fanout],
+        )
+      ).rows[0];
+    expect(await nextJob()).toEqual({ batch: "1", priority: 2, byAge: true });
 
     expect(await runFanoutBatch(h.db.pool, fanout, 1, small)).toMatchObject({ outcome: "batch", notified: 3, done: false });
+    expect(await nextJob()).toEqual({ batch: "2", priority: 1, byAge: true });
     expect(await nearbyRecipients(h.db.pool, reportId)).toEqual(subscribers.slice(0, 3));
     expect(await runFanoutBatch(h.db.pool, fanout, 2, small)).toMatchObject({ notified: 3, done: false });
     expect(await runFanoutBatch(h.db.pool, fanout, 3, small)).toMatchObject({ notified: 1, done: true });
@@ -92,7 +104,7 @@ describe("a fan-out in batches", () => {
     const newcomer = `${freshActor("late")}`;
     await subscribe(h.db.pool, newcomer, offset(at, -2), 10);
     const second = await startTestFanout(h.db.pool, reportId);
-    expect(await runFanoutBatch(h.db.pool, second, 0, small)).toEqual({ outcome: "collected", recipients: 1 });
+    expect(await runFanoutBatch(h.db.pool, second, 0, small)).toEqual({ outcome: "collected", recipients: 1, deferred: 0 });
     await runFanoutBatch(h.db.pool, second, 1, small);
     expect(await nearbyRecipients(h.db.pool, reportId)).toEqual([...subscribers, newcomer].sort());
   });
@@ -191,6 +203,25 @@ describe("a worker that dies mid-batch", () => {
   });
 });
 
+describe("the stall sweep and a fan-out waiting its turn", () => {
+  it("leaves a queued next batch alone however long it waits, and re-queues one whose job used up its attempts", async () => {
+    const { reportId } = await reportWithSubscribers(4);
+    const fanout = await startTestFanout(h.db.pool, reportId);
+    await runFanoutBatch(h.db.pool, fanout, 0, small);
+    // Batch 1's job waits behind a burst of other fan-outs: the fan-out has not moved for 5 minutes.
+    await h.db.pool.query(`update alert_fanout set updated_at = now() - interval '5 minutes' where event_id = $1`, [fanout]);
+    const job = async () =>
+      (await h.db.pool.query(`select id, run_at, attempts from graphile_worker._private_jobs where key = $1`, [fanoutJobKey(reportId, fanout)])).rows[0];
+    const waiting = await job();
+    expect(await requeueStalledFanouts(h.db.pool)).toBe(0);
+    expect(await job()).toEqual(waiting);
+
+    await h.db.pool.query(`update graphile_worker._private_jobs set attempts = max_attempts, last_error = 'gave up' where id = $1`, [waiting.id]);
+    expect(await requeueStalledFanouts(h.db.pool)).toBe(1);
+    expect(await job()).toMatchObject({ attempts: 0 });
+  });
+});
+
 describe("a start job held by a dead worker", () => {
   it("is re-queued by the stall sweep before it recorded anything, and the fan-out then runs", async () => {
     const { reportId, subscribers } = await reportWithSubscribers(2);
@@ -218,7 +249,7 @@ describe("a start job held by a dead worker", () => {
 });
 
 describe("the daily cap", () => {
-  it("notifies a subscriber at most 20 times a UTC day and defers the rest to the digest", async () => {
+  it("notifies a subscriber at most 20 times a UTC day and defers the rest to the digest, at once when already capped", async () => {
     const spot = offset(CITY, 40);
     const subscriber = freshActor("busy");
     await subscribe(h.db.pool, subscriber, spot, 5);
@@ -226,16 +257,66 @@ describe("the daily cap", () => {
     for (let i = 0; i < 22; i++) {
       const reportId = await createLostReport(h.api, freshActor("reporter"), { location: offset(spot, 0.5) });
       const fanout = await startTestFanout(h.db.pool, reportId);
-      await runFanoutBatch(h.db.pool, fanout, 0, small);
+      const collected = await runFanoutBatch(h.db.pool, fanout, 0, small);
+      if (collected.outcome === "collected" && collected.deferred === 1) {
+        outcomes.push("deferred at once");
+        // Nothing left for a batch: the fan-out is done.
+        expect(await fanoutRow(h.db.pool, fanout)).toMatchObject({ status: "done", recipients: 1, deferred: 1, batches_done: 0 });
+        expect(await runFanoutBatch(h.db.pool, fanout, 1, small)).toEqual({ outcome: "stale" });
+        continue;
+      }
       const result = await runFanoutBatch(h.db.pool, fanout, 1, small);
       outcomes.push(result.outcome === "batch" ? (result.notified ? "notified" : "deferred") : result.outcome);
     }
-    expect(outcomes).toEqual([...Array(20).fill("notified"), "deferred", "deferred"]);
+    expect(outcomes).toEqual([...Array(20).fill("notified"), "deferred at once", "deferred at once"]);
     const { rows } = await h.db.pool.query(
       `select count(*)::int as n from notification where recipient_actor_id = $1 and kind = 'nearby_lost'`,
       [subscriber],
     );
     expect(rows[0].n).toBe(20);
+    const deferred = await h.db.pool.query(`select count(*)::int as n from alert_ledger where actor_id = $1 and status = 'deferred' and day is not null`, [
+      subscriber,
+    ]);
+    expect(deferred.rows[0].n).toBe(2);
+  });
+
+  it("defers in the batch a subscriber who reached the cap after the fan-out collected them", async () => {
+    const spot = offset(CITY, 80);
+    const subscriber = freshActor("raced");
+    await subscribe(h.db.pool, subscriber, spot, 5);
+    const late = await createLostReport(h.api, freshActor("reporter"), { location: spot });
+    const lateFanout = await startTestFanout(h.db.pool, late);
+    expect(await runFanoutBatch(h.db.pool, lateFanout, 0, { ...small, dailyCap: 1 })).toMatchObject({ recipients: 1, deferred: 0 });
+    // Another report's fan-out notifies them meanwhile and reaches the cap (1 here).
+    const first = await createLostReport(h.api, freshActor("reporter"), { location: spot });
+    const firstFanout = await startTestFanout(h.db.pool, first);
+    await runFanoutBatch(h.db.pool, firstFanout, 0, { ...small, dailyCap: 1 });
+    expect(await runFanoutBatch(h.db.pool, firstFanout, 1, { ...small, dailyCap: 1 })).toMatchObject({ notified: 1 });
+    expect(await runFanoutBatch(h.db.pool, lateFanout, 1, { ...small, dailyCap: 1 })).toMatchObject({ notified: 0, deferred: 1, done: true });
+    expect(await nearbyRecipients(h.db.pool, late)).toEqual([]);
+  });
+});
+
+describe("a fan-out whose area reached the cap after it was collected", () => {
+  it("defers the rest of its capped subscribers at once when a batch is mostly past the cap", async () => {
+    const capOne = { ...small, dailyCap: 1 };
+    const { reportId, subscribers, at } = await reportWithSubscribers(7, offset(CITY, -60));
+    const late = await startTestFanout(h.db.pool, reportId);
+    await runFanoutBatch(h.db.pool, late, 0, capOne);
+    // Another report there, by the second subscriber, notifies the six others first, which caps them (at 1 here).
+    const other = await createLostReport(h.api, subscribers[1]!, { location: at });
+    const first = await startTestFanout(h.db.pool, other);
+    for (let b = 0; b <= 2; b++) await runFanoutBatch(h.db.pool, first, b, capOne);
+    expect(await nearbyRecipients(h.db.pool, other)).toHaveLength(6);
+
+    // Batch 1 decides 3 (one notified, two deferred), then defers the four capped ones left at once.
+    expect(await runFanoutBatch(h.db.pool, late, 1, capOne)).toEqual({ outcome: "batch", notified: 1, deferred: 6, skipped: 0, done: true });
+    expect(await nearbyRecipients(h.db.pool, reportId)).toEqual([subscribers[1]]);
+    expect(await ledger(reportId)).toEqual([
+      { status: "deferred", n: 6 },
+      { status: "notified", n: 1 },
+    ]);
+    expect(await fanoutRow(h.db.pool, late)).toMatchObject({ status: "done", notified: 1, deferred: 6, batches_done: 1 });
   });
 });
 

@@ -323,6 +323,12 @@ describe("moderation: quarantining a reported sighting removes it from the publi
     await item.getByRole("button", { name: "Alerts" }).click();
     await item.getByText("2 subscriptions in range").waitFor();
     expect(await item.getByTestId("report-alerts").textContent()).toContain("notified 0");
+    // Any lost report, reported or not, on the Alerts screen by its id.
+    await open("Alerts", "Alerts");
+    await page.getByLabel("Lost report id").fill(lostReport);
+    await page.getByRole("button", { name: "Look up" }).click();
+    await page.getByTestId("report-alerts").getByText("2 subscriptions in range (2 subscribers)").waitFor();
+    await open("Moderation", "Moderation queue");
   });
 });
 

@@ -253,6 +253,7 @@ describe("SIGTERM shuts the notifier down in order", () => {
       "stop consuming",
       "stop stall sweep",
       "stop worker",
+      "stop fan-out worker",
       "stop photo worker",
       "close health server",
       "close deliverers",

@@ -20,7 +20,7 @@ const Fanout = z.object({
   recipients: z.number().int().nullable().describe("Subscribers it claimed in range; null until batch 0 ran."),
   notified: z.number().int(),
   deferredToDigest: z.number().int(),
-  skipped: z.number().int().describe("Subscriptions deleted before their batch ran."),
+  skipped: z.number().int().describe("Subscribers whose subscription was deleted, or who were suspended, before their batch ran."),
   batchesDone: z.number().int(),
   batchesPending: z.number().int().nullable().describe("Batches still to run for the recipients it holds; null until batch 0 ran."),
   startedAt: z.string(),

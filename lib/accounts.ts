@@ -1,0 +1,18 @@
+/**
+ * An account's suspension, as the API enforces it and the notifier honours
+ * it (no neighbourhood alerts to a suspended subscriber). The row is the
+ * service's own record (table `account`, written by the admin routes); no
+ * row means active.
+ */
+
+/**
+ * The condition on an `account` row that its suspension is in force. An
+ * expired suspension counts as active: the expiry itself is the restore, with
+ * no job that has to run first.
+ */
+export const ACTIVE_SUSPENSION_SQL = `suspended_at is not null
+  and (suspension_expires_at is null or suspension_expires_at > now())`;
+
+/** SQL: true while the actor in `actorIdSql` (a column or parameter, already escaped) is suspended. */
+export const actorSuspendedSql = (actorIdSql: string) =>
+  `exists (select 1 from account where account.user_id = ${actorIdSql} and ${ACTIVE_SUSPENSION_SQL})`;
