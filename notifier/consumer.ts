@@ -16,6 +16,7 @@ import type { Logger } from "../lib/logger.js";
 import { InvalidEventError } from "../lib/events.js";
 import { draftNotifications, handledSubjects, type HandlerRegistry, type NotificationDraft } from "./handlers.js";
 import { enqueueDeliveries } from "../lib/notifications.js";
+import { withoutUncoveredFanouts } from "./alerts/fanout.js";
 import { reactionJobs, type QueuedJob, type ReactionRegistry } from "./reactions.js";
 import { channelsFor, emailPreferences, insertNotifications, queueJobs } from "./store.js";
 
@@ -148,7 +149,7 @@ export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise
       ),
     );
     await enqueueDeliveries(client, inserted.map((n) => n.id));
-    await queueJobs(client, handled.flatMap((h) => h.jobs));
+    await queueJobs(client, await withoutUncoveredFanouts(client, handled.flatMap((h) => h.jobs)));
     return new Set(inserted.map((n) => n.sourceEventId));
   });
 }

@@ -13,6 +13,8 @@ export interface EmailPreference {
 }
 
 export async function emailPreferences(client: Queryable, actorIds: string[]): Promise<Map<string, EmailPreference>> {
+  // Most events (a new report, a photo) notify nobody: no round trip for them.
+  if (actorIds.length === 0) return new Map();
   const { rows } = await client.query<EmailPreference & { actorId: string }>(
     `select actor_id as "actorId", email, email_kinds as "emailKinds"
      from notification_preference where actor_id = any($1::text[])`,

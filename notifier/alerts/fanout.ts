@@ -43,6 +43,24 @@ export function fanoutStartJob(start: FanoutStart): QueuedJob {
   };
 }
 
+const isFanoutStart = (job: QueuedJob): job is QueuedJob & { payload: { fanoutId: string; batch: 0; reportId: string; eventType: string } } =>
+  job.task === ALERTS_FANOUT_TASK && job.payload.batch === 0;
+
+/**
+ * The consumer's jobs, less the fan-out starts that would find no
+ * subscriber: those are recorded as done at once, in the caller's
+ * transaction (store.recordUncoveredFanouts).
+ */
+export async function withoutUncoveredFanouts(client: Queryable, jobs: QueuedJob[]): Promise<QueuedJob[]> {
+  const starts = jobs.filter(isFanoutStart);
+  if (starts.length === 0) return jobs;
+  const needed = await store.recordUncoveredFanouts(
+    client,
+    starts.map(({ payload }) => ({ eventId: payload.fanoutId, reportId: payload.reportId, eventType: payload.eventType })),
+  );
+  return jobs.filter((job) => !isFanoutStart(job) || needed.has(job.payload.fanoutId));
+}
+
 export interface FanoutOptions {
   batchSize?: number;
   dailyCap?: number;

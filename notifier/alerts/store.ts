@@ -1,6 +1,6 @@
 import { actorSuspendedSql } from "../../lib/accounts.js";
 import type { Species } from "../../lib/animals.js";
-import { ALERTS_FANOUT_TASK, fanoutJobKey } from "../../lib/alerts.js";
+import { ALERTS_FANOUT_TASK, FANOUT_BATCH_SIZE, fanoutJobKey } from "../../lib/alerts.js";
 import type { Queryable } from "../../lib/db.js";
 import type { Channel } from "../../lib/notifications.js";
 import type { NotificationDraft } from "../handlers.js";
@@ -125,6 +125,16 @@ export async function lockFanout(client: Queryable, eventId: string): Promise<Lo
 }
 
 /**
+ * A subscription `s` covers lost report `r`: the GiST index on `area` finds
+ * the candidates, ST_DWithin keeps the exact ones; its species, if it names
+ * any, include the report's; never the reporter's own.
+ */
+const subscriptionCoversReport = `
+  s.area && r.coarse_location::geometry and st_dwithin(s.location, r.coarse_location, s.radius_m)
+  and (s.species is null or r.species = any(s.species))
+  and s.actor_id <> r.reporter_id`;
+
+/**
  * The lookup of subscriptions whose radius covers the report's coarse point:
  * the GiST index on `area` finds the candidates, ST_DWithin keeps the exact
  * ones. Per actor, the closest covering subscription; never the reporter.
@@ -133,12 +143,40 @@ export async function lockFanout(client: Queryable, eventId: string): Promise<Lo
 export const coveringSubscriptionsSql = `
   select distinct on (s.actor_id) s.actor_id, s.id as subscription_id, st_distance(s.location, r.coarse_location) as distance_m
   from safety_lost_report r
-  join alert_subscription s
-    on s.area && r.coarse_location::geometry and st_dwithin(s.location, r.coarse_location, s.radius_m)
+  join alert_subscription s on ${subscriptionCoversReport}
   where r.id = $1::uuid
-    and (s.species is null or r.species = any(s.species))
-    and s.actor_id <> r.reporter_id
   order by s.actor_id, distance_m, s.id`;
+
+/**
+ * Fan-out starts whose report no subscription covers are recorded as done
+ * with no recipients, here, instead of running as jobs: most reports in a
+ * quiet area, and every create of the write-path bench, would otherwise pay
+ * a job (its fetch, lock, transaction and completion, and a wake-up of every
+ * runner) to find nobody. One statement for a consumer's whole batch, in its
+ * transaction. Returns the event ids of the starts that still need their job
+ * (a report gone since is left to its job, which does nothing).
+ */
+export async function recordUncoveredFanouts(client: Queryable, starts: Array<FanoutRef & { eventType: string }>): Promise<Set<string>> {
+  if (starts.length === 0) return new Set();
+  const { rows } = await client.query<{ eventId: string }>(
+    `with start as (
+       select * from unnest($1::uuid[], $2::uuid[], $3::text[]) as t(event_id, report_id, event_type)
+     ),
+     uncovered as (
+       select st.* from start st
+       join safety_lost_report r on r.id = st.report_id
+       where not exists (select 1 from alert_subscription s where ${subscriptionCoversReport})
+     ),
+     recorded as (
+       insert into alert_fanout (event_id, report_id, event_type, status, recipients, batch_size, next_batch, finished_at)
+       select event_id, report_id, event_type, 'done', 0, $4::int, 1, now() from uncovered
+       on conflict (event_id) do nothing
+     )
+     select event_id as "eventId" from start where event_id not in (select event_id from uncovered)`,
+    [starts.map((s) => s.eventId), starts.map((s) => s.reportId), starts.map((s) => s.eventType), FANOUT_BATCH_SIZE],
+  );
+  return new Set(rows.map((r) => r.eventId));
+}
 
 export interface Claimed {
   /** Left for the batches to decide. */

@@ -6,6 +6,7 @@ import { EventType } from "../../lib/events.js";
 import { startWorker } from "../../lib/worker.js";
 import { fanoutStartJob, requeueStalledFanouts, runFanoutBatch } from "../../notifier/alerts/fanout.js";
 import { coveringSubscriptionsSql } from "../../notifier/alerts/store.js";
+import { recordEvents } from "../../notifier/consumer.js";
 import { queueJobs } from "../../notifier/store.js";
 import { alertTasks } from "../../notifier/tasks.js";
 import { admin } from "../helpers/app.js";
@@ -317,6 +318,34 @@ describe("a fan-out whose area reached the cap after it was collected", () => {
       { status: "notified", n: 1 },
     ]);
     expect(await fanoutRow(h.db.pool, late)).toMatchObject({ status: "done", notified: 1, deferred: 6, batches_done: 1 });
+  });
+});
+
+describe("a fan-out start no subscription covers", () => {
+  it("is recorded done with no recipients in the consumer's transaction, and queues no job; a covered one queues its start", async () => {
+    const far = offset(CITY, 0, 20 * ++places);
+    const reporter = freshActor("reporter");
+    const uncovered = await createLostReport(h.api, reporter, { location: far });
+    // Neither the reporter's own subscription nor one for cats covers a dog's report.
+    await subscribe(h.db.pool, reporter, offset(far, 1), 5);
+    await subscribe(h.db.pool, freshActor("cats"), offset(far, 1), 5, ["cat"]);
+    const { reportId: covered } = await reportWithSubscribers(1);
+    const start = (reportId: string) => {
+      const event = { id: crypto.randomUUID(), type: EventType.AnimalLostReported, occurredAt: new Date().toISOString(), data: {} };
+      return { event, drafts: [], jobs: [fanoutStartJob({ reportId, eventId: event.id, eventType: event.type })] };
+    };
+    const [quiet, busy] = [start(uncovered), start(covered)];
+    await recordEvents(h.db.pool, [quiet, busy]);
+
+    expect(await fanoutRow(h.db.pool, quiet.event.id)).toMatchObject({ status: "done", recipients: 0, notified: 0 });
+    expect(await fanoutRow(h.db.pool, busy.event.id)).toBeUndefined();
+    const queued = await h.db.pool.query(`select key from graphile_worker._private_jobs where key = any($1::text[]) order by key`, [
+      [quiet.jobs[0]!.jobKey, busy.jobs[0]!.jobKey],
+    ]);
+    expect(queued.rows).toEqual([{ key: busy.jobs[0]!.jobKey }]);
+    // A redelivered event records nothing twice.
+    await recordEvents(h.db.pool, [quiet]);
+    expect((await h.db.pool.query(`select count(*)::int as n from alert_fanout where report_id = $1`, [uncovered])).rows[0].n).toBe(1);
   });
 });
 
