@@ -1,7 +1,7 @@
 import { publishOutboxRow, type JetStreamClient } from "../lib/bus.js";
-import { withTransaction, type Pool } from "../lib/db.js";
+import type { Pool } from "../lib/db.js";
 import type { Logger } from "../lib/logger.js";
-import { claimUnpublishedBatch, markPublished } from "../lib/outbox.js";
+import { beginAndClaimUnpublishedBatch, markPublishedAndCommit } from "../lib/outbox.js";
 import type { RelayMetrics } from "./metrics.js";
 
 export const RELAY_BATCH_SIZE = 100;
@@ -94,14 +94,20 @@ export class OutboxRelay {
   /**
    * Claims one batch, publishes every row concurrently with a stream ack and
    * Msg-Id = outbox id, and marks the acknowledged rows published, all in one
-   * transaction. A crash before commit leaves the rows unpublished; their
-   * re-publish is dropped by the stream's duplicate window.
+   * transaction of two round trips (begin+claim, mark+commit). A crash before
+   * commit leaves the rows unpublished; their re-publish is dropped by the
+   * stream's duplicate window.
    */
   async publishBatch(): Promise<BatchResult> {
     const { pool, js, logger, publishTimeoutMs, metrics } = this.options;
-    return withTransaction(pool, async (client) => {
-      const rows = await claimUnpublishedBatch(client, this.batchSize);
-      if (rows.length === 0) return { claimed: 0, published: 0, failed: 0 };
+    const client = await pool.connect();
+    let broken = false;
+    try {
+      const rows = await beginAndClaimUnpublishedBatch(client, this.batchSize);
+      if (rows.length === 0) {
+        await markPublishedAndCommit(client, []);
+        return { claimed: 0, published: 0, failed: 0 };
+      }
       const results = await Promise.allSettled(
         rows.map(async (row) => {
           const started = performance.now();
@@ -116,11 +122,13 @@ export class OutboxRelay {
         if (result.status === "fulfilled") publishedIds.push(rows[i]!.id);
         else firstError ??= result.reason;
       });
-      await markPublished(client, publishedIds);
+      // Counted before the commit, as the stream's acks: once the commit is
+      // visible, a scrape that reads a zero backlog must also see them.
       const failed = rows.length - publishedIds.length;
       metrics?.published.inc(publishedIds.length);
+      if (failed > 0) metrics?.publishFailures.inc(failed);
+      await markPublishedAndCommit(client, publishedIds);
       if (failed > 0) {
-        metrics?.publishFailures.inc(failed);
         logger.warn(
           { claimed: rows.length, published: publishedIds.length, failed, err: { message: (firstError as Error)?.message } },
           "relay: publish failed; retrying later",
@@ -129,6 +137,14 @@ export class OutboxRelay {
       // Event ids in the log let one event be followed from the API through the relay to the notifier.
       if (publishedIds.length > 0) logger.info({ eventIds: publishedIds }, "relay: events published");
       return { claimed: rows.length, published: publishedIds.length, failed };
-    });
+    } catch (err) {
+      // As withTransaction: roll back, and drop a connection that cannot.
+      await client.query("rollback").catch(() => {
+        broken = true;
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
   }
 }
