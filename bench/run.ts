@@ -4,7 +4,7 @@
  * of its own (or NATS_URL when no nats-server binary is found), runs the
  * scenarios, and prints one table in which every figure stands beside its raw
  * baseline from the same run (bench/baselines.ts) and their ratio. Results go
- * to bench/results/<date>.json. BENCH_QUICK=1 shortens every phase;
+ * to bench/results/<date>-<HHMM>.json. BENCH_QUICK=1 shortens every phase;
  * `-- --profile` runs each process under V8's CPU profiler and writes the
  * profiles with a top-20 summary to bench/results/profile-<time>/.
  */
@@ -27,7 +27,7 @@ import { photoScenario } from "./photos.js";
 import { log, machine, startBenchStack } from "./stack.js";
 import { load, runId } from "./load.js";
 import { summariseProfiles } from "./profile.js";
-import { round, summarize } from "./stats.js";
+import { resultStamp, round, summarize } from "./stats.js";
 
 const quick = process.env.BENCH_QUICK === "1";
 const profile = process.argv.includes("--profile");
@@ -293,7 +293,7 @@ const rendered = [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|
 console.log(rendered);
 results.table = table;
 mkdirSync(path.join(root, "bench/results"), { recursive: true });
-const file = path.join(root, "bench/results", `${new Date().toISOString().slice(0, 10)}${quick ? "-quick" : ""}.json`);
+const file = path.join(root, "bench/results", `${resultStamp()}${quick ? "-quick" : ""}.json`);
 writeFileSync(file, JSON.stringify(results, null, 2));
 log(`results written to ${path.relative(root, file)}`);
 

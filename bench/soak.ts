@@ -16,7 +16,7 @@ import path from "node:path";
 import { liveHeapMiB } from "./inspector.js";
 import { load } from "./load.js";
 import { log, machine, startBenchStack } from "./stack.js";
-import { round } from "./stats.js";
+import { resultStamp, round } from "./stats.js";
 
 const seconds = Number(process.env.SOAK_SECONDS ?? 600);
 const root = path.resolve(import.meta.dirname, "..");
@@ -143,7 +143,7 @@ console.log(
 
 mkdirSync(path.join(root, "bench/results"), { recursive: true });
 writeFileSync(
-  path.join(root, "bench/results", `soak-${new Date().toISOString().slice(0, 10)}.json`),
+  path.join(root, "bench/results", `soak-${resultStamp()}.json`),
   JSON.stringify(
     {
       date: new Date().toISOString(),

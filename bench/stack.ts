@@ -49,9 +49,11 @@ export interface BenchStackOptions {
   apiEnv?: Record<string, string>;
   /** API processes, each on its own port (the load generator spreads requests over `baseUrls`, as a balancer would). */
   apiInstances?: number;
+  /** `alter database … set` before any process connects (the statement census's log_statement). */
+  databaseSettings?: Record<string, string>;
 }
 
-export async function startBenchStack(database: string, { inspect = false, profileDir, apiEnv = {}, apiInstances = 1 }: BenchStackOptions = {}): Promise<BenchStack> {
+export async function startBenchStack(database: string, { inspect = false, profileDir, apiEnv = {}, apiInstances = 1, databaseSettings = {} }: BenchStackOptions = {}): Promise<BenchStack> {
   const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const url = new URL(adminUrl);
   url.pathname = `/${database}`;
@@ -60,6 +62,7 @@ export async function startBenchStack(database: string, { inspect = false, profi
   await admin.connect();
   await admin.query(`drop database if exists ${database} with (force)`);
   await admin.query(`create database ${database}`);
+  for (const [name, value] of Object.entries(databaseSettings)) await admin.query(`alter database ${database} set ${name} = '${value}'`);
   await admin.end();
   await migrateUp(dbUrl);
 

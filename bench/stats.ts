@@ -28,3 +28,8 @@ export function round(value: number, digits = 2): number {
   const f = 10 ** digits;
   return Math.round(value * f) / f;
 }
+
+/** A results file's stamp, UTC date and minute (2026-11-24-0433): runs of one day do not overwrite each other. */
+export function resultStamp(at = new Date()): string {
+  return at.toISOString().slice(0, 16).replace("T", "-").replace(":", "");
+}

@@ -5,14 +5,15 @@
  * then capacity steps of 8 s until p95 passes 50 ms or an error appears.
  * The raw two-insert transaction (bench/baselines.ts) is measured before and
  * after, so drift in the machine shows. BENCH_VARIANTS=a,b picks variants.
- * Results: bench/results/write-path-<date>.json.
+ * Results: bench/results/write-path-<date>-<HHMM>.json.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { createRawTables, rawWriteThroughput } from "./baselines.js";
 import { load } from "./load.js";
 import { log, machine, startBenchStack, type BenchStackOptions } from "./stack.js";
-import { round } from "./stats.js";
+import { resultStamp, round } from "./stats.js";
 
 interface Variant {
   name: string;
@@ -20,6 +21,8 @@ interface Variant {
   options?: BenchStackOptions;
   /** Stop the relay and the notifier before the load: do they compete with the API for the cores? */
   apiAlone?: boolean;
+  /** Run the relay and the notifier at this nice value: the API's requests get the cores first. */
+  niceWorkers?: number;
 }
 
 const variants: Variant[] = [
@@ -29,6 +32,7 @@ const variants: Variant[] = [
   { name: "pool-10", what: "DATABASE_POOL_SIZE 10 (the setting's default)", options: { apiEnv: { DATABASE_POOL_SIZE: "10" } } },
   { name: "pool-40", what: "DATABASE_POOL_SIZE 40", options: { apiEnv: { DATABASE_POOL_SIZE: "40" } } },
   { name: "api-alone", what: "relay and notifier stopped during the load", apiAlone: true },
+  { name: "nice-workers", what: "relay and notifier at nice 10 (their Postgres backends are not)", niceWorkers: 10 },
   { name: "two-apis", what: "two API processes behind round-robin", options: { apiInstances: 2 } },
 ];
 const picked = process.env.BENCH_VARIANTS?.split(",");
@@ -51,6 +55,7 @@ const rawBefore = await rawTps();
 for (const variant of variants.filter((v) => !picked || picked.includes(v.name))) {
   log(`variant ${variant.name}: ${variant.what}`);
   const stack = await startBenchStack("ass_bench_wp", variant.options);
+  if (variant.niceWorkers) for (const worker of [stack.relay, stack.notifier]) os.setPriority(worker.child.pid!, variant.niceWorkers);
   if (variant.apiAlone) {
     await stack.stopRelay();
     await stack.stopNotifier();
@@ -77,6 +82,6 @@ console.log(`raw two-insert tx/s, 10 clients: before ${rawBefore}, after ${rawAf
 console.log("| variant | write @15/s p50 / p95 | held (p95 ≤ 50 ms) | steps (rate:p95 ms) |\n|---|---|---|---|");
 for (const r of rows) console.log(`| ${r.join(" | ")} |`);
 mkdirSync(path.join(root, "bench/results"), { recursive: true });
-const file = path.join(root, "bench/results", `write-path-${new Date().toISOString().slice(0, 10)}.json`);
+const file = path.join(root, "bench/results", `write-path-${resultStamp()}.json`);
 writeFileSync(file, JSON.stringify(results, null, 2));
 log(`results written to ${path.relative(root, file)}`);
