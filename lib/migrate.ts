@@ -1,6 +1,7 @@
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { migrate } from "graphile-migrate";
+import { clearAllPools } from "graphile-migrate/dist/pg.js";
 import { runMigrations } from "graphile-worker";
 import pg from "pg";
 import type { Queryable } from "./db.js";
@@ -27,6 +28,10 @@ export async function migrateUp(databaseUrl: string): Promise<MigrateUpResult> {
   // Compared before and after, so the log names what this run applied rather than what was pending when it looked.
   const before = new Set(await appliedMigrations(databaseUrl));
   await migrate({ connectionString: databaseUrl, migrationsFolder, pgSettings: { search_path: "public" } });
+  // graphile-migrate keeps its pool open 200 ms after use, and its pool's error
+  // handler calls process.exit(1): a Postgres shut down in that window (a test's
+  // private cluster, an operator's restart) killed the whole process. Close it now.
+  clearAllPools();
   await runMigrations({ connectionString: databaseUrl });
   const after = await appliedMigrations(databaseUrl);
   return { applied: after.filter((file) => !before.has(file)).map((file) => file.replace(/\.sql$/, "")) };

@@ -1,6 +1,7 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMatcher } from "../../notifier/matching/matcher.js";
+import { runReportLifetime } from "../../relay/report-lifetime.js";
 import { admin, as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { privacyRules } from "../helpers/privacy.js";
@@ -178,6 +179,20 @@ describe("matching's edge cases", () => {
     expect(await matchesOf("lost", lostId, owner)).toEqual([]);
     expect(await matchNotifications(owner)).toEqual([]);
     expect(await matchNotifications(finder)).toEqual([]);
+  });
+
+  it("an expired found report has left matching: a new lost report nearby is not matched with it", async () => {
+    const finder = freshActor("finder-x");
+    const owner = freshActor("owner-x");
+    const home = place();
+    const foundId = await found(finder, home);
+    await settled();
+    await h.db.pool.query(`update safety_found_report set expires_at = now() - interval '1 minute' where id = $1`, [foundId]);
+    expect((await runReportLifetime(h.db.pool, { ttlDays: 30 })).expired).toBeGreaterThanOrEqual(1);
+    const lostId = await lost(owner, near(home, 0.3));
+    await settled();
+    expect(await matchesOf("lost", lostId, owner)).toEqual([]);
+    expect(await matchNotifications(owner)).toEqual([]);
   });
 
   it("a dismissed pair never comes back, and a re-run neither duplicates nor notifies again", async () => {
