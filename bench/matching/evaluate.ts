@@ -4,9 +4,9 @@
  *
  *   npx tsx bench/matching/evaluate.ts [pairs=2000] [fitSeed=1] [heldOutSeed=2]
  */
-import { matchEvidence, SUGGESTION_THRESHOLD, scoreMatch } from "../../notifier/matching/score.js";
+import { isSuggested, matchEvidence, SUGGESTION_THRESHOLD, scoreMatch } from "../../notifier/matching/score.js";
 import { generateDataset } from "./generate.js";
-import { type Candidate, candidates, type Evaluation, evaluate } from "./metrics.js";
+import { type Candidate, candidates, type Evaluation, evaluate, type SuggestionPolicy } from "./metrics.js";
 import { RUNS } from "./runs.js";
 
 const [pairs = 2000, fitSeed = 1, heldOutSeed = 2] = process.argv.slice(2).map(Number);
@@ -25,12 +25,12 @@ console.log(
 );
 console.log(`${"run".padEnd(10)} | fit seed ${fitSeed}${" ".repeat(34)} | held-out seed ${heldOutSeed}`);
 for (const run of RUNS) {
-  const fit = evaluate(fitSet, run.weights, fitCandidates);
-  const test = evaluate(heldOut, run.weights, heldOutCandidates);
+  const fit = evaluate(fitSet, run.weights, fitCandidates, run.policy);
+  const test = evaluate(heldOut, run.weights, heldOutCandidates, run.policy);
   console.log(`${run.name.padEnd(10)} | ${line(fit)} | ${line(test)}   (${run.how})`);
 }
 
-const shipped = evaluate(heldOut, RUNS[RUNS.length - 1]!.weights, heldOutCandidates);
+const shipped = evaluate(heldOut, RUNS[RUNS.length - 1]!.weights, heldOutCandidates, RUNS[RUNS.length - 1]!.policy);
 console.log(`\nshipped weights, held-out seed ${heldOutSeed}:`);
 console.log(`  true pairs inside the candidate window: ${pct(shipped.trueInWindow)} (the ceiling for recall)`);
 console.log(`  suggestions: ${shipped.suggestions}, precision ${pct(shipped.precision)}, recall ${pct(shipped.recall)}`);
@@ -43,18 +43,24 @@ for (const b of shipped.calibration) {
   if (b.pairs > 0) console.log(`    ${b.band}: ${String(b.pairs).padStart(6)}  ${b.meanScore.toFixed(2)}  ${b.observed.toFixed(2)}`);
 }
 
-/** What a true pair's two reports share beyond place and time, and how often it is found. */
+/** What a true pair's two reports share beyond place and time, and how often it is suggested. */
 function recallByEvidence(groups: Candidate[][]) {
+  const { weights, policy } = RUNS[RUNS.length - 1]!;
   const rows = new Map<string, { n: number; hit: number }>();
-  for (const c of groups.flat().filter((x) => x.isTrue)) {
-    const e = matchEvidence(c.lost.subject, c.found.subject);
-    const known = [e.breed, e.sex, e.marks].filter((x) => x !== null).length;
-    const key =
-      e.microchip !== null ? "a microchip on both sides" : known === 0 ? `colours at most (${e.colors ? "colours" : "nothing"})` : `${Math.min(known, 2)}${known >= 2 ? "+" : ""} of breed, sex, marks`;
-    const row = rows.get(key) ?? { n: 0, hit: 0 };
-    row.n++;
-    if (scoreMatch(c.lost.subject, c.found.subject, { weights: RUNS[RUNS.length - 1]!.weights }).score >= SUGGESTION_THRESHOLD) row.hit++;
-    rows.set(key, row);
+  for (const group of groups) {
+    const scores = group.map((c) => scoreMatch(c.lost.subject, c.found.subject, { weights }).score);
+    const best = Math.max(0, ...scores);
+    group.forEach((c, i) => {
+      if (!c.isTrue) return;
+      const e = matchEvidence(c.lost.subject, c.found.subject);
+      const known = [e.breed, e.sex, e.marks].filter((x) => x !== null).length;
+      const key =
+        e.microchip !== null ? "a microchip on both sides" : known === 0 ? `colours at most (${e.colors ? "colours" : "nothing"})` : `${Math.min(known, 2)}${known >= 2 ? "+" : ""} of breed, sex, marks`;
+      const row = rows.get(key) ?? { n: 0, hit: 0 };
+      row.n++;
+      if (policy === "margin" ? isSuggested(scores[i]!, best) : scores[i]! >= SUGGESTION_THRESHOLD) row.hit++;
+      rows.set(key, row);
+    });
   }
   return [...rows].sort((a, b) => a[0].localeCompare(b[0]));
 }
@@ -65,8 +71,12 @@ for (const [key, r] of recallByEvidence(heldOutCandidates)) {
 }
 
 const calibrated = RUNS.find((r) => r.name === "fit-l1")!.weights;
-console.log("\noperating points: fit-l1 with its bias raised by (held-out seed):");
-for (const shift of [0, 0.4, 0.8, 1.2, 1.6, 2.0]) {
-  const e = evaluate(heldOut, { ...calibrated, bias: calibrated.bias + shift }, heldOutCandidates);
-  console.log(`  +${shift.toFixed(1)}: ${line(e)}`);
+console.log("\noperating points: fit-l1 with its bias raised by, threshold alone | with the margin (both seeds):");
+for (const shift of [0, 0.4, 0.8, 1.2, 1.6, 1.8, 2.0, 2.2, 2.4]) {
+  const weights = { ...calibrated, bias: calibrated.bias + shift };
+  const at = (data: typeof fitSet, pre: Candidate[][], policy: SuggestionPolicy) => line(evaluate(data, weights, pre, policy));
+  console.log(
+    `  +${shift.toFixed(1)}: seed ${fitSeed} ${at(fitSet, fitCandidates, "threshold")} | ${at(fitSet, fitCandidates, "margin")}\n` +
+      `        seed ${heldOutSeed} ${at(heldOut, heldOutCandidates, "threshold")} | ${at(heldOut, heldOutCandidates, "margin")}`,
+  );
 }

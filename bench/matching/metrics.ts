@@ -1,9 +1,9 @@
 /**
  * Scores a labelled data set the way the service will: for each found report, every lost
- * report that passes the candidate window, suggestions kept from the threshold up.
+ * report that passes the candidate window, suggestions chosen by the service's policy.
  */
 import {
-  DEFAULT_WEIGHTS, type MatchEvidence, type MatchWeights, matchEvidence, SUGGESTION_THRESHOLD, scoreMatch, withinCandidateWindow,
+  DEFAULT_WEIGHTS, isSuggested, type MatchEvidence, type MatchWeights, matchEvidence, SUGGESTION_THRESHOLD, scoreMatch, withinCandidateWindow,
 } from "../../notifier/matching/score.js";
 import type { LabelledFound, LabelledLost, MatchingDataset } from "./generate.js";
 
@@ -60,7 +60,18 @@ export interface Evaluation {
   calibration: Array<{ band: string; pairs: number; meanScore: number; observed: number }>;
 }
 
-export function evaluate(data: MatchingDataset, weights: MatchWeights = DEFAULT_WEIGHTS, pre = candidates(data)): Evaluation {
+/**
+ * How suggestions are chosen: "threshold" keeps every pair from 0.5 up; "margin" is what the
+ * service does (isSuggested): from 0.5 up and close to the found report's best candidate.
+ */
+export type SuggestionPolicy = "threshold" | "margin";
+
+export function evaluate(
+  data: MatchingDataset,
+  weights: MatchWeights = DEFAULT_WEIGHTS,
+  pre = candidates(data),
+  policy: SuggestionPolicy = "margin",
+): Evaluation {
   const pairs = data.found.filter((f) => f.trueLostId !== null).length;
   const bands = Array.from({ length: 10 }, () => ({ n: 0, score: 0, hits: 0 }));
   const species = new Map<string, { pairs: number; suggestions: number; hits: number; first: number }>();
@@ -73,6 +84,8 @@ export function evaluate(data: MatchingDataset, weights: MatchWeights = DEFAULT_
   for (const group of pre) {
     total += group.length;
     const scored = group.map((c) => ({ ...c, score: scoreMatch(c.lost.subject, c.found.subject, { weights }).score }));
+    const best = Math.max(0, ...scored.map((c) => c.score));
+    const suggested = (score: number) => (policy === "margin" ? isSuggested(score, best) : score >= SUGGESTION_THRESHOLD);
     const found = group[0]?.found;
     const sp = found?.subject.species;
     const s = sp ? (species.get(sp) ?? { pairs: 0, suggestions: 0, hits: 0, first: 0 }) : null;
@@ -82,7 +95,7 @@ export function evaluate(data: MatchingDataset, weights: MatchWeights = DEFAULT_
       band.n++;
       band.score += c.score;
       if (c.isTrue) band.hits++;
-      if (c.score >= SUGGESTION_THRESHOLD) {
+      if (suggested(c.score)) {
         suggestions++;
         if (s) s.suggestions++;
         if (c.isTrue) {

@@ -1,17 +1,26 @@
-import { withTransaction, type Pool } from "../../lib/db.js";
+import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import type { Logger } from "../../lib/logger.js";
 import { SUGGESTION_THRESHOLD, type MatchKind } from "../../lib/matches.js";
 import { recordEventBatch } from "../../lib/outbox.js";
 import type { MatchSubjectRef } from "../../jobs/match-subject.js";
-import { CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, distanceKm, scoreMatch } from "./score.js";
+import { CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, distanceKm, isSuggested, scoreMatch } from "./score.js";
 import { findCandidates, loadSide, upsertSuggestions, withdrawSuggestions, type MatchSide, type ScoredPair } from "./store.js";
 
 const matchKindOf = (side: MatchSide): MatchKind => (side.ref.kind === "sighting" ? "sighting" : "found_report");
 
+const CANDIDATE_WINDOW = { radiusM: CANDIDATE_RADIUS_KM * 1000, lostAfterMs: CANDIDATE_LOST_AFTER_MS, lostBeforeMs: CANDIDATE_LOST_BEFORE_MS };
+
+/** The best score among a found report's or sighting's candidate lost reports. */
+async function bestScoreOf(client: Queryable, foundSide: MatchSide): Promise<number> {
+  const lostReports = await findCandidates(client, foundSide, CANDIDATE_WINDOW);
+  return Math.max(0, ...lostReports.map((lost) => scoreMatch(lost, foundSide).score));
+}
+
 /**
  * Matches one report or sighting against its candidates, in one transaction:
- * scores each pair (score.ts), keeps those from the threshold up, withdraws
+ * scores each pair (score.ts), keeps those from the threshold up that are
+ * close to the best candidate of their found report or sighting, withdraws
  * this side's suggestions that fell below it, and records a match_suggested
  * event for each pair suggested for the first time. A re-run (replay, PATCH,
  * new photo) updates scores and suggests nothing twice; a side that is closed
@@ -23,16 +32,17 @@ export function createMatcher({ pool, logger }: { pool: Pool; logger: Logger }) 
     const outcome = await withTransaction(pool, async (client) => {
       const side = await loadSide(client, ref);
       if (!side || !side.eligible) return { candidates: 0, suggested: 0 };
-      const candidates = await findCandidates(client, side, {
-        radiusM: CANDIDATE_RADIUS_KM * 1000,
-        lostAfterMs: CANDIDATE_LOST_AFTER_MS,
-        lostBeforeMs: CANDIDATE_LOST_BEFORE_MS,
-      });
-      const pairs: Array<ScoredPair & { lost: MatchSide; other: MatchSide }> = [];
-      for (const candidate of candidates) {
+      const candidates = await findCandidates(client, side, CANDIDATE_WINDOW);
+      const scored = candidates.map((candidate) => {
         const [lost, other] = side.ref.kind === "lost" ? [side, candidate] : [candidate, side];
-        const result = scoreMatch(lost, other);
+        return { lost, other, result: scoreMatch(lost, other) };
+      });
+      // The best of the found side's candidates: here, unless this side is the lost report.
+      const bestHere = side.ref.kind === "lost" ? null : Math.max(0, ...scored.map((s) => s.result.score));
+      const pairs: Array<ScoredPair & { lost: MatchSide; other: MatchSide }> = [];
+      for (const { lost, other, result } of scored) {
         if (result.score < SUGGESTION_THRESHOLD) continue;
+        if (!isSuggested(result.score, bestHere ?? (await bestScoreOf(client, other)))) continue;
         pairs.push({
           lost,
           other,

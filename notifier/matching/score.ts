@@ -20,10 +20,14 @@
  *   labelled candidate pairs of one generated set (seed 1), and rounded. The generator's noise
  *   (how owners and finders name breeds and colours, how far and how long animals stray) was
  *   written and frozen before any fitting; figures are reported on another seed.
- * - Then the bias was raised by 0.8 log-odds, the least that reaches recall 0.85 on seed 1: a
- *   missed reunion costs more than a suggestion the owner dismisses. So a score overstates the
- *   fitted probability by an odds factor of e^0.8 ≈ 2.2 (0.5 here is ≈ 0.31 fitted). Set the
- *   bias back to −1.79 for calibrated scores (precision ≈ 0.85, recall ≈ 0.80 on the benchmark).
+ * - A pair is suggested only when it is also within SUGGESTION_MARGIN_LOG_ODDS of the best
+ *   candidate of its found report or sighting (isSuggested): one animal has one owner, so a
+ *   clearly better lost report outranks the rest. That removes most wrong suggestions, and
+ *   leaves room to lower the bar for a lone candidate.
+ * - Then the bias was raised by 2.0 log-odds, the least (in steps of 0.2) that reaches recall
+ *   0.9 on seed 1 with that margin: a missed reunion costs more than a suggestion the owner
+ *   dismisses. So a score overstates the fitted probability by an odds factor of e^2 ≈ 7.4
+ *   (0.5 here is ≈ 0.12 fitted). Set the bias back to −1.79 for calibrated scores.
  * - Distance and time enter in units of how far and how long the species usually strays
  *   (SPECIES_RANGE), as ln(1 + x) and its square, zero at 3 units: they only fix where the
  *   reason turns from "for" to "against"; the fitted bias absorbs the choice.
@@ -124,10 +128,10 @@ export const WEIGHT_REASON: Record<WeightName, MatchReason | null> = {
 
 /**
  * Run "fit-l1" of bench/matching/runs.ts (fitted on seed 1, rounded; chip and photo set by
- * hand) with its bias raised by 0.8, from the fitted −1.79 to −0.99: see the header.
+ * hand) with its bias raised by 2.0, from the fitted −1.79 to 0.21: see the header.
  */
 export const DEFAULT_WEIGHTS: MatchWeights = {
-  bias: -0.99, breedSame: 2.36, breedCommon: -0.01, breedPartial: 1.51, breedRelated: 0.82, breedWeak: -0.43, breedDifferent: -1.17,
+  bias: 0.21, breedSame: 2.36, breedCommon: -0.01, breedPartial: 1.51, breedRelated: 0.82, breedWeak: -0.43, breedDifferent: -1.17,
   colorsAlike: 1.55, colorsUnlike: -4.18, patternAlike: 1.19, patternUnlike: -1.4, sexAgree: 0.68, sexConflict: -1.79,
   distance: 1.93, distance2: -0.01, time: 0.85, time2: 0.22, marksShared: 0.79, marksNone: -0.2,
   photoClose: 4, chipNear: 1.5, chipDifferent: -6,
@@ -274,6 +278,26 @@ export function weighEvidence(e: MatchEvidence, weights: MatchWeights = DEFAULT_
   let score = e.microchip === "equal" ? 1 : round(1 / (1 + Math.exp(-logit)), 4);
   if (e.microchip === "different") score = Math.min(score, DIFFERENT_CHIPS_MAX_SCORE);
   return { score, reasons, contributions };
+}
+
+/**
+ * A found report or sighting is one animal: of its candidate lost reports at most one is
+ * right. So a pair is suggested only when, besides reaching the threshold, it is within this
+ * many log-odds of the best candidate of its found report or sighting (odds within a factor
+ * e ≈ 2.7). A clearly stronger lost report nearby outranks the weak ones instead of the owner
+ * of each being told (bench/matching/README.md, "Suggestion policy").
+ */
+export const SUGGESTION_MARGIN_LOG_ODDS = 1;
+
+const logOdds = (score: number) => Math.log(score / (1 - score));
+
+/**
+ * Whether a pair scoring `score` is suggested, given the best score among the candidate lost
+ * reports of its found report or sighting (the pair's own included). Equal chips (score 1)
+ * outrank everything but another equal chip.
+ */
+export function isSuggested(score: number, bestOfFoundSide: number): boolean {
+  return score >= SUGGESTION_THRESHOLD && logOdds(score) >= logOdds(Math.max(score, bestOfFoundSide)) - SUGGESTION_MARGIN_LOG_ODDS;
 }
 
 /**

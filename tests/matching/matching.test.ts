@@ -45,7 +45,7 @@ const beagle = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 });
 
-async function lost(owner: string, at: { lat: number; lon: number }, animal = beagle()) {
+async function lost(owner: string, at: { lat: number; lon: number }, animal: Record<string, unknown> = beagle()) {
   return createLostReport(h.api, owner, { animal: { name: "Rex", ...animal }, lastSeenAt: iso(lostAt), location: at, description: "red collar" });
 }
 async function found(finder: string, at: { lat: number; lon: number }, foundAt = lostAt + day, animal: Record<string, unknown> = beagle({ breed: "beagle", colors: ["tan", "white"] })) {
@@ -220,6 +220,46 @@ describe("matching's edge cases", () => {
     );
     expect(events[0].n).toBe(1);
     expect(await matchNotifications(owner)).toHaveLength(1);
+  });
+});
+
+describe("a found animal has one owner: a clearly better lost report nearby outranks the weak ones", () => {
+  const plainDog = { species: "dog" };
+
+  it("suggests a lone lost report that names only the species, close in place and time", async () => {
+    const owner = freshActor("owner-lone");
+    const home = place();
+    const lostId = await lost(owner, home, plainDog);
+    await found(freshActor("finder-lone"), near(home, 0.3));
+    expect(await suggested("lost", lostId, owner)).toHaveLength(1);
+  });
+
+  it("suggests only the better one when the found report arrives after both", async () => {
+    const strongOwner = freshActor("owner-strong");
+    const weakOwner = freshActor("owner-weak");
+    const home = place();
+    const strongId = await lost(strongOwner, home);
+    const weakId = await lost(weakOwner, near(home, 0.1), plainDog);
+    await settled();
+    const foundId = await found(freshActor("finder-two"), near(home, 0.3));
+    const [m] = await suggested("lost", strongId, strongOwner);
+    expect(m!.targetId).toBe(foundId);
+    await settled();
+    expect(await matchesOf("lost", weakId, weakOwner)).toEqual([]);
+    expect(await matchNotifications(weakOwner)).toEqual([]);
+  });
+
+  it("does not suggest a weak lost report filed after the found report already has a better one", async () => {
+    const strongOwner = freshActor("owner-first");
+    const weakOwner = freshActor("owner-later");
+    const home = place();
+    const strongId = await lost(strongOwner, home);
+    await found(freshActor("finder-first"), near(home, 0.3));
+    await suggested("lost", strongId, strongOwner);
+    const weakId = await lost(weakOwner, near(home, 0.1), plainDog);
+    await settled();
+    expect(await matchesOf("lost", weakId, weakOwner)).toEqual([]);
+    expect(await matchNotifications(weakOwner)).toEqual([]);
   });
 });
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { generateDataset } from "../../bench/matching/generate.js";
 import { evaluate } from "../../bench/matching/metrics.js";
 import {
-  hammingDistance, MATCH_REASONS, type MatchSubject, SUGGESTION_THRESHOLD, scoreMatch, withinCandidateWindow,
+  hammingDistance, isSuggested, MATCH_REASONS, type MatchSubject, SUGGESTION_THRESHOLD, scoreMatch, withinCandidateWindow,
 } from "../../notifier/matching/score.js";
 
 const HOUR = 3_600_000;
@@ -75,7 +75,7 @@ describe("scoreMatch", () => {
   });
 
   it("counts a sex conflict strongly against, and agreement (in any wording) for", () => {
-    // Place and time alone (1 km, 2 days) make a suggestion; a sex conflict undoes it.
+    // Place and time alone (1 km, 2 days) make a suggestion; beside it, a sex conflict is outranked.
     const unknown = scoreMatch(lost({ sex: "male" }), found({ sex: "unknown" }));
     const agree = scoreMatch(lost({ sex: "male" }), found({ sex: "M" }));
     const conflict = scoreMatch(lost({ sex: "male" }), found({ sex: "female" }));
@@ -85,7 +85,19 @@ describe("scoreMatch", () => {
     expect(agree.reasons).toContain("sex");
     expect(agree.score).toBeGreaterThan(unknown.score);
     expect(conflict.contributions.sex).toBeLessThan(-1.5);
-    expect(conflict.score).toBeLessThan(SUGGESTION_THRESHOLD);
+    expect(conflict.score).toBeLessThan(unknown.score);
+    expect(isSuggested(conflict.score, unknown.score)).toBe(false);
+  });
+
+  it("suggests a pair from the threshold up and within one log-odds of its found report's best candidate", () => {
+    expect(isSuggested(0.49, 0.49)).toBe(false);
+    expect(isSuggested(0.5, 0.5)).toBe(true);
+    // Odds 3 against a best of odds 8: within e. Odds 1 against 8: not.
+    expect(isSuggested(0.75, 8 / 9)).toBe(true);
+    expect(isSuggested(0.5, 8 / 9)).toBe(false);
+    // Equal chips (score 1) outrank everything but another equal chip.
+    expect(isSuggested(0.9999, 1)).toBe(false);
+    expect(isSuggested(1, 1)).toBe(true);
   });
 
   it("reads colour synonyms as the same colour, and different colours as evidence against", () => {

@@ -32,7 +32,7 @@ afterAll(async () => {
 const lastSeenAt = "2026-08-01T08:00:00Z";
 const home = { lat: 47.3769, lon: 8.5417 };
 
-/** Both sides name only the species: close in place and time, but nothing else says it is the same dog. */
+/** Both sides name only the species, 11 km and two days apart: nothing else says it is the same dog. */
 async function bareReports() {
   const owner = freshActor("photo-owner");
   const finder = freshActor("photo-finder");
@@ -40,7 +40,7 @@ async function bareReports() {
   const foundId = await createFoundReport(h.api, finder, {
     animal: { species: "dog" },
     foundAt: "2026-08-03T10:00:00Z",
-    location: { lat: home.lat + 0.05, lon: home.lon },
+    location: { lat: home.lat + 0.1, lon: home.lon },
   });
   return { owner, finder, lostId, foundId };
 }

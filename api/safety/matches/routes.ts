@@ -32,8 +32,9 @@ export const matchRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool })
         summary: "Found reports and sightings that may be this lost animal (reporter or platform_admin)",
         description:
           "Suggestions of the matcher, best first (score, then id), with the reasons that gave each score. Matching runs " +
-          "as jobs after a report or sighting is recorded or changed, so a new suggestion appears within seconds. " +
-          "Confirmed and dismissed matches stay listed with their status; a quarantined or removed found report or sighting is left out.",
+          "as jobs after a report or sighting is recorded or changed, so a new suggestion appears within seconds. A pair is " +
+          "suggested from score 0.5 up when it is also within one log-odds of the best lost report for its found report or " +
+          "sighting: a clearly better candidate nearby outranks the weak ones. Confirmed and dismissed matches stay listed with their status; a quarantined or removed found report or sighting is left out.",
         params: IdParams,
         querystring: MatchesQuery,
         response: { 200: page(Match), ...problemResponses(400, 401, 403, 404) },
