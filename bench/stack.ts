@@ -51,9 +51,14 @@ export interface BenchStackOptions {
   apiInstances?: number;
   /** `alter database … set` before any process connects (the statement census's log_statement). */
   databaseSettings?: Record<string, string>;
+  /** RELAY_NICE and NOTIFIER_NICE; 10 as `npm run dev` runs them, 0 for equal priority with the API. */
+  workerNice?: number;
 }
 
-export async function startBenchStack(database: string, { inspect = false, profileDir, apiEnv = {}, apiInstances = 1, databaseSettings = {} }: BenchStackOptions = {}): Promise<BenchStack> {
+export async function startBenchStack(
+  database: string,
+  { inspect = false, profileDir, apiEnv = {}, apiInstances = 1, databaseSettings = {}, workerNice = 10 }: BenchStackOptions = {},
+): Promise<BenchStack> {
   const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const url = new URL(adminUrl);
   url.pathname = `/${database}`;
@@ -93,6 +98,8 @@ export async function startBenchStack(database: string, { inspect = false, profi
     DATABASE_POOL_SIZE: "20",
     // The photo scenario's objects (local backend), never the repository's .data/photos.
     PHOTO_STORAGE_DIR: `${os.tmpdir()}/ass-bench-photos-${process.pid}`,
+    RELAY_NICE: String(workerNice),
+    NOTIFIER_NICE: String(workerNice),
     // The alert bench's fan-out settings, when it is run to compare them (bench/alerts-fanout.ts).
     ...(process.env.NOTIFIER_FANOUT_CONCURRENCY ? { NOTIFIER_FANOUT_CONCURRENCY: process.env.NOTIFIER_FANOUT_CONCURRENCY } : {}),
     ...(process.env.NOTIFIER_FANOUT_DUTY ? { NOTIFIER_FANOUT_DUTY: process.env.NOTIFIER_FANOUT_DUTY } : {}),

@@ -8,7 +8,6 @@
  * Results: bench/results/write-path-<date>-<HHMM>.json.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { createRawTables, rawWriteThroughput } from "./baselines.js";
 import { load } from "./load.js";
@@ -21,18 +20,16 @@ interface Variant {
   options?: BenchStackOptions;
   /** Stop the relay and the notifier before the load: do they compete with the API for the cores? */
   apiAlone?: boolean;
-  /** Run the relay and the notifier at this nice value: the API's requests get the cores first. */
-  niceWorkers?: number;
 }
 
 const variants: Variant[] = [
-  { name: "default", what: "as `npm run bench` runs it: pool 20, LOG_LEVEL warn, relay and notifier running" },
+  { name: "default", what: "as `npm run bench` runs it: pool 20, LOG_LEVEL warn, relay and notifier running at nice 10 (as npm run dev)" },
   { name: "log-info", what: "LOG_LEVEL info: the request log lines (incoming, completed) and the outbox line, written synchronously", options: { apiEnv: { LOG_LEVEL: "info" } } },
   { name: "pool-5", what: "DATABASE_POOL_SIZE 5", options: { apiEnv: { DATABASE_POOL_SIZE: "5" } } },
   { name: "pool-10", what: "DATABASE_POOL_SIZE 10 (the setting's default)", options: { apiEnv: { DATABASE_POOL_SIZE: "10" } } },
   { name: "pool-40", what: "DATABASE_POOL_SIZE 40", options: { apiEnv: { DATABASE_POOL_SIZE: "40" } } },
   { name: "api-alone", what: "relay and notifier stopped during the load", apiAlone: true },
-  { name: "nice-workers", what: "relay and notifier at nice 10 (their Postgres backends are not)", niceWorkers: 10 },
+  { name: "equal-priority", what: "relay and notifier at the API's priority (nice 0), as before session 17", options: { workerNice: 0 } },
   { name: "two-apis", what: "two API processes behind round-robin", options: { apiInstances: 2 } },
 ];
 const picked = process.env.BENCH_VARIANTS?.split(",");
@@ -55,7 +52,6 @@ const rawBefore = await rawTps();
 for (const variant of variants.filter((v) => !picked || picked.includes(v.name))) {
   log(`variant ${variant.name}: ${variant.what}`);
   const stack = await startBenchStack("ass_bench_wp", variant.options);
-  if (variant.niceWorkers) for (const worker of [stack.relay, stack.notifier]) os.setPriority(worker.child.pid!, variant.niceWorkers);
   if (variant.apiAlone) {
     await stack.stopRelay();
     await stack.stopNotifier();

@@ -1,3 +1,4 @@
+import os from "node:os";
 import { ConfigError, type Env } from "./config.js";
 import { createLogger, exitFatal, type Logger } from "./logger.js";
 
@@ -31,5 +32,20 @@ export async function orExit<T>(logger: Logger, what: string, step: () => Promis
     return await step();
   } catch (err) {
     exitFatal(logger, `${what}: ${(err as Error).message}`, err);
+  }
+}
+
+/**
+ * Lowers this process's CPU priority to `nice` (0 leaves it); a refusal is logged, never fatal.
+ * On Linux it is the main thread's, where the JavaScript runs: threads started earlier (V8's
+ * platform workers) keep theirs.
+ */
+export function lowerPriority(logger: Logger, nice: number): void {
+  if (nice === 0) return;
+  try {
+    os.setPriority(nice);
+    logger.info({ nice }, "process priority lowered");
+  } catch (err) {
+    logger.warn({ nice, err: { message: (err as Error).message } }, "process priority could not be lowered");
   }
 }

@@ -181,6 +181,13 @@ const apiSchema = withListenDefaults({ API_HTTP_ADDR: 8080 }, z.object({
   ALERT_UNSUBSCRIBE_SECRET: alertUnsubscribeSecret,
 }));
 
+/**
+ * The process's scheduling niceness (0–19): a background process sharing a
+ * machine with the API lowers its own priority so the API's requests get the
+ * cores first (bench/README.md: nice 10 held 2–3 times the creates/s).
+ */
+const niceValue = z.coerce.number().int().min(0).max(19).default(0);
+
 const relaySchema = withListenDefaults({ RELAY_HEALTH_ADDR: 8081 }, z.object({
   ...common,
   RELAY_HEALTH_ADDR: listenAddr,
@@ -188,6 +195,7 @@ const relaySchema = withListenDefaults({ RELAY_HEALTH_ADDR: 8081 }, z.object({
   RELAY_RETRY_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   RELAY_PUBLISH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   RELAY_LANES: z.coerce.number().int().min(1).max(16).default(4),
+  RELAY_NICE: niceValue,
   OUTBOX_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
   // The relay runs the report lifetime job, which dates reports from before lifetimes existed.
   REPORT_TTL_DAYS: reportTtlDays,
@@ -204,6 +212,7 @@ const notifierSchema = withListenDefaults({ NOTIFIER_HEALTH_ADDR: 8085 }, z.obje
   NOTIFIER_FANOUT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1),
   /** The share of its time a fan-out slot spends running batches; it rests the remainder, leaving the machine to the API. */
   NOTIFIER_FANOUT_DUTY: z.coerce.number().min(0.05).max(1).default(1),
+  NOTIFIER_NICE: niceValue,
   NOTIFIER_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   NOTIFIER_CONSUME_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(32),
   /** Where the API is reached from outside: alert emails' unsubscribe links point there. */

@@ -1,5 +1,5 @@
 import { connectBus, ensureStream } from "../lib/bus.js";
-import { loadConfigOrExit, orExit } from "../lib/boot.js";
+import { loadConfigOrExit, lowerPriority, orExit } from "../lib/boot.js";
 import { loadNotifierConfig } from "../lib/config.js";
 import { createPool, withTransaction } from "../lib/db.js";
 import { startHealthServer } from "../lib/health.js";
@@ -23,6 +23,7 @@ const STALLED_AFTER_SECONDS = 120;
 const STALL_SWEEP_INTERVAL_MS = 30_000;
 
 const { config, logger } = loadConfigOrExit("notifier", loadNotifierConfig);
+lowerPriority(logger, config.NOTIFIER_NICE);
 
 const pool = createPool({
   connectionString: config.DATABASE_URL,

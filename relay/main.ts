@@ -1,5 +1,5 @@
 import { busClient, connectBus, ensureStream } from "../lib/bus.js";
-import { loadConfigOrExit, orExit } from "../lib/boot.js";
+import { loadConfigOrExit, lowerPriority, orExit } from "../lib/boot.js";
 import { loadRelayConfig } from "../lib/config.js";
 import { createPool } from "../lib/db.js";
 import { startHealthServer } from "../lib/health.js";
@@ -15,6 +15,7 @@ import { OutboxRelay } from "./outbox-relay.js";
 import { runReportLifetime } from "./report-lifetime.js";
 
 const { config, logger } = loadConfigOrExit("relay", loadRelayConfig);
+lowerPriority(logger, config.RELAY_NICE);
 
 const nc = await orExit(logger, "relay: connect", async () => {
   const connected = await connectBus(config.NATS_URL, "relay", logger);

@@ -18,6 +18,9 @@ const env = {
   NATS_URL: DEFAULT_NATS_URL,
   LOG_PRETTY: "true",
   LOG_LEVEL: "info",
+  // The relay and the notifier share this machine with the API: they yield the cores to it (README, "Performance").
+  RELAY_NICE: "10",
+  NOTIFIER_NICE: "10",
   ...process.env,
 };
 
