@@ -51,13 +51,13 @@ export interface BenchStackOptions {
   apiInstances?: number;
   /** `alter database … set` before any process connects (the statement census's log_statement). */
   databaseSettings?: Record<string, string>;
-  /** RELAY_NICE and NOTIFIER_NICE; 10 as `npm run dev` runs them, 0 for equal priority with the API. */
+  /** RELAY_NICE and NOTIFIER_NICE; 10 as `npm run dev` runs them (BENCH_WORKER_NICE overrides), 0 for equal priority with the API. */
   workerNice?: number;
 }
 
 export async function startBenchStack(
   database: string,
-  { inspect = false, profileDir, apiEnv = {}, apiInstances = 1, databaseSettings = {}, workerNice = 10 }: BenchStackOptions = {},
+  { inspect = false, profileDir, apiEnv = {}, apiInstances = 1, databaseSettings = {}, workerNice = Number(process.env.BENCH_WORKER_NICE ?? 10) }: BenchStackOptions = {},
 ): Promise<BenchStack> {
   const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const url = new URL(adminUrl);
