@@ -51,13 +51,18 @@ export interface BenchStackOptions {
   apiInstances?: number;
   /** `alter database … set` before any process connects (the statement census's log_statement). */
   databaseSettings?: Record<string, string>;
-  /** RELAY_NICE and NOTIFIER_NICE; 10 as `npm run dev` runs them (BENCH_WORKER_NICE overrides), 0 for equal priority with the API. */
-  workerNice?: number;
+  /**
+   * RELAY_NICE and NOTIFIER_NICE as `npm run dev` sets them by default; BENCH_RELAY_NICE and
+   * BENCH_NOTIFIER_NICE override, 0 for equal priority with the API.
+   */
+  relayNice?: number;
+  notifierNice?: number;
 }
 
 export async function startBenchStack(
   database: string,
-  { inspect = false, profileDir, apiEnv = {}, apiInstances = 1, databaseSettings = {}, workerNice = Number(process.env.BENCH_WORKER_NICE ?? 10) }: BenchStackOptions = {},
+  { inspect = false, profileDir, apiEnv = {}, apiInstances = 1, databaseSettings = {},
+    relayNice = Number(process.env.BENCH_RELAY_NICE ?? 10), notifierNice = Number(process.env.BENCH_NOTIFIER_NICE ?? 10) }: BenchStackOptions = {},
 ): Promise<BenchStack> {
   const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const url = new URL(adminUrl);
@@ -98,8 +103,8 @@ export async function startBenchStack(
     DATABASE_POOL_SIZE: "20",
     // The photo scenario's objects (local backend), never the repository's .data/photos.
     PHOTO_STORAGE_DIR: `${os.tmpdir()}/ass-bench-photos-${process.pid}`,
-    RELAY_NICE: String(workerNice),
-    NOTIFIER_NICE: String(workerNice),
+    RELAY_NICE: String(relayNice),
+    NOTIFIER_NICE: String(notifierNice),
     // The alert bench's fan-out settings, when it is run to compare them (bench/alerts-fanout.ts).
     ...(process.env.NOTIFIER_FANOUT_CONCURRENCY ? { NOTIFIER_FANOUT_CONCURRENCY: process.env.NOTIFIER_FANOUT_CONCURRENCY } : {}),
     ...(process.env.NOTIFIER_FANOUT_DUTY ? { NOTIFIER_FANOUT_DUTY: process.env.NOTIFIER_FANOUT_DUTY } : {}),

@@ -29,7 +29,8 @@ const variants: Variant[] = [
   { name: "pool-10", what: "DATABASE_POOL_SIZE 10 (the setting's default)", options: { apiEnv: { DATABASE_POOL_SIZE: "10" } } },
   { name: "pool-40", what: "DATABASE_POOL_SIZE 40", options: { apiEnv: { DATABASE_POOL_SIZE: "40" } } },
   { name: "api-alone", what: "relay and notifier stopped during the load", apiAlone: true },
-  { name: "equal-priority", what: "relay and notifier at the API's priority (nice 0), as before session 17", options: { workerNice: 0 } },
+  { name: "equal-priority", what: "relay and notifier at the API's priority (nice 0), as before session 17", options: { relayNice: 0, notifierNice: 0 } },
+  { name: "notifier-nice", what: "only the notifier at nice 10, the relay at the API's priority", options: { relayNice: 0 } },
   { name: "two-apis", what: "two API processes behind round-robin", options: { apiInstances: 2 } },
 ];
 const picked = process.env.BENCH_VARIANTS?.split(",");
