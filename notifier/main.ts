@@ -97,19 +97,8 @@ const health = await startHealthServer({
   problemBaseUrl: config.PROBLEM_BASE_URL,
   register: (app) => registerMetricsRoute(app, metricsRegistry),
 });
-logger.info(
-  {
-    addr: config.NOTIFIER_HEALTH_ADDR,
-    stream: config.NATS_STREAM,
-    consumer: config.NOTIFIER_CONSUMER_NAME,
-    filter: consumer.filter,
-    server: nc.info?.version,
-    channels: Object.keys(deliverers),
-    photoStorage: storage.kind,
-  },
-  "notifier: started",
-);
-
+// Before the "started" line: a supervisor that stops the process as soon as it reads that
+// line must find the handler in place, or the signal's default action kills it mid-work.
 installShutdown(logger, [
   { name: "stop consuming", run: () => consumer.stop() },
   { name: "stop stall sweep", run: () => clearInterval(stallSweep) },
@@ -122,3 +111,16 @@ installShutdown(logger, [
   { name: "close photo storage", run: () => storage.close() },
   { name: "end pool", run: () => pool.end() },
 ]);
+
+logger.info(
+  {
+    addr: config.NOTIFIER_HEALTH_ADDR,
+    stream: config.NATS_STREAM,
+    consumer: config.NOTIFIER_CONSUMER_NAME,
+    filter: consumer.filter,
+    server: nc.info?.version,
+    channels: Object.keys(deliverers),
+    photoStorage: storage.kind,
+  },
+  "notifier: started",
+);

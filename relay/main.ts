@@ -69,8 +69,8 @@ const health = await startHealthServer({
   problemBaseUrl: config.PROBLEM_BASE_URL,
   register: (app) => registerMetricsRoute(app, metrics),
 });
-logger.info({ addr: config.RELAY_HEALTH_ADDR, stream: config.NATS_STREAM }, "relay: started");
-
+// Before the "started" line: a supervisor that stops the process as soon as it reads that
+// line must find the handler in place, or the signal's default action kills it mid-work.
 installShutdown(logger, [
   { name: "stop sweeping", run: () => clearInterval(heartbeat) },
   { name: "finish relay batch", run: () => relay.stop() },
@@ -79,3 +79,5 @@ installShutdown(logger, [
   { name: "drain bus", run: () => nc.drain() },
   { name: "end pool", run: () => pool.end() },
 ]);
+
+logger.info({ addr: config.RELAY_HEALTH_ADDR, stream: config.NATS_STREAM }, "relay: started");
