@@ -58,13 +58,25 @@ export function createPool({ connectionString, max = 10, applicationName, logger
 
 /** Runs fn in one transaction on one client; commits, or rolls back and rethrows. */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken = false;
-  try {
+  return withOwnTransaction(pool, async (client) => {
     await client.query("begin");
     const result = await fn(client);
     await client.query("commit");
     return result;
+  });
+}
+
+/**
+ * A client for a transaction `fn` begins and commits itself, when it folds
+ * `begin` and `commit` into its first and last statements to save round trips
+ * (the relay's batch). On an error it is rolled back, and a connection that
+ * cannot roll back is dropped rather than returned to the pool.
+ */
+export async function withOwnTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    return await fn(client);
   } catch (err) {
     try {
       await client.query("rollback");

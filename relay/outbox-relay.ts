@@ -1,5 +1,5 @@
 import { publishOutboxRow, type JetStreamClient } from "../lib/bus.js";
-import type { Pool } from "../lib/db.js";
+import { withOwnTransaction, type Pool } from "../lib/db.js";
 import type { Logger } from "../lib/logger.js";
 import { beginAndClaimUnpublishedBatch, markPublishedAndCommit } from "../lib/outbox.js";
 import type { RelayMetrics } from "./metrics.js";
@@ -100,9 +100,7 @@ export class OutboxRelay {
    */
   async publishBatch(): Promise<BatchResult> {
     const { pool, js, logger, publishTimeoutMs, metrics } = this.options;
-    const client = await pool.connect();
-    let broken = false;
-    try {
+    return withOwnTransaction(pool, async (client) => {
       const rows = await beginAndClaimUnpublishedBatch(client, this.batchSize);
       if (rows.length === 0) {
         await markPublishedAndCommit(client, []);
@@ -137,14 +135,6 @@ export class OutboxRelay {
       // Event ids in the log let one event be followed from the API through the relay to the notifier.
       if (publishedIds.length > 0) logger.info({ eventIds: publishedIds }, "relay: events published");
       return { claimed: rows.length, published: publishedIds.length, failed };
-    } catch (err) {
-      // As withTransaction: roll back, and drop a connection that cannot.
-      await client.query("rollback").catch(() => {
-        broken = true;
-      });
-      throw err;
-    } finally {
-      client.release(broken);
-    }
+    });
   }
 }

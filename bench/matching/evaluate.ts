@@ -4,9 +4,9 @@
  *
  *   npx tsx bench/matching/evaluate.ts [pairs=2000] [fitSeed=1] [heldOutSeed=2]
  */
-import { isSuggested, matchEvidence, SUGGESTION_THRESHOLD, scoreMatch } from "../../notifier/matching/score.js";
+import { matchEvidence, scoreMatch } from "../../notifier/matching/score.js";
 import { generateDataset } from "./generate.js";
-import { type Candidate, candidates, type Evaluation, evaluate, type SuggestionPolicy } from "./metrics.js";
+import { type Candidate, candidates, type Evaluation, evaluate, suggestedAmong, type SuggestionPolicy } from "./metrics.js";
 import { RUNS } from "./runs.js";
 
 const [pairs = 2000, fitSeed = 1, heldOutSeed = 2] = process.argv.slice(2).map(Number);
@@ -48,8 +48,7 @@ function recallByEvidence(groups: Candidate[][]) {
   const { weights, policy } = RUNS[RUNS.length - 1]!;
   const rows = new Map<string, { n: number; hit: number }>();
   for (const group of groups) {
-    const scores = group.map((c) => scoreMatch(c.lost.subject, c.found.subject, { weights }).score);
-    const best = Math.max(0, ...scores);
+    const suggested = suggestedAmong(group.map((c) => scoreMatch(c.lost.subject, c.found.subject, { weights }).score), policy);
     group.forEach((c, i) => {
       if (!c.isTrue) return;
       const e = matchEvidence(c.lost.subject, c.found.subject);
@@ -58,7 +57,7 @@ function recallByEvidence(groups: Candidate[][]) {
         e.microchip !== null ? "a microchip on both sides" : known === 0 ? `colours at most (${e.colors ? "colours" : "nothing"})` : `${Math.min(known, 2)}${known >= 2 ? "+" : ""} of breed, sex, marks`;
       const row = rows.get(key) ?? { n: 0, hit: 0 };
       row.n++;
-      if (policy === "margin" ? isSuggested(scores[i]!, best) : scores[i]! >= SUGGESTION_THRESHOLD) row.hit++;
+      if (suggested[i]) row.hit++;
       rows.set(key, row);
     });
   }

@@ -66,6 +66,12 @@ export interface Evaluation {
  */
 export type SuggestionPolicy = "threshold" | "margin";
 
+/** Which of one found report's candidate scores are suggested under `policy`. */
+export function suggestedAmong(scores: number[], policy: SuggestionPolicy): boolean[] {
+  const best = Math.max(0, ...scores);
+  return scores.map((score) => (policy === "margin" ? isSuggested(score, best) : score >= SUGGESTION_THRESHOLD));
+}
+
 export function evaluate(
   data: MatchingDataset,
   weights: MatchWeights = DEFAULT_WEIGHTS,
@@ -84,18 +90,17 @@ export function evaluate(
   for (const group of pre) {
     total += group.length;
     const scored = group.map((c) => ({ ...c, score: scoreMatch(c.lost.subject, c.found.subject, { weights }).score }));
-    const best = Math.max(0, ...scored.map((c) => c.score));
-    const suggested = (score: number) => (policy === "margin" ? isSuggested(score, best) : score >= SUGGESTION_THRESHOLD);
+    const suggested = suggestedAmong(scored.map((c) => c.score), policy);
     const found = group[0]?.found;
     const sp = found?.subject.species;
     const s = sp ? (species.get(sp) ?? { pairs: 0, suggestions: 0, hits: 0, first: 0 }) : null;
     if (s && sp) species.set(sp, s);
-    for (const c of scored) {
+    for (const [i, c] of scored.entries()) {
       const band = bands[Math.min(9, Math.floor(c.score * 10))]!;
       band.n++;
       band.score += c.score;
       if (c.isTrue) band.hits++;
-      if (suggested(c.score)) {
+      if (suggested[i]) {
         suggestions++;
         if (s) s.suggestions++;
         if (c.isTrue) {

@@ -1,22 +1,13 @@
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadNotifierConfig, loadRelayConfig } from "../../lib/config.js";
 import { devEnv } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { freePort, startTestBus, type TestBus } from "../helpers/nats.js";
+import { useTestStack } from "../helpers/harness.js";
+import { freePort } from "../helpers/nats.js";
 import { ServiceProcess } from "../helpers/processes.js";
 import { startNotifier } from "../notifier/support.js";
 
-let db: TestDatabase;
-let bus: TestBus;
-beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await startTestBus();
-});
-afterAll(async () => {
-  await bus?.dispose();
-  await db?.drop();
-});
+const h = useTestStack();
 
 /** The nice value of a process's main thread, from /proc/<pid>/stat (field 19). */
 function niceOf(pid: number): number {
@@ -29,8 +20,8 @@ function niceOf(pid: number): number {
 describe("the relay and the notifier can yield the cores to the API", () => {
   it("runs the relay at RELAY_NICE and the notifier at NOTIFIER_NICE, and leaves them at 0 by default", async () => {
     const port = await freePort();
-    const niced = ServiceProcess.start("relay", devEnv(db.url, bus.url, { RELAY_HEALTH_ADDR: `127.0.0.1:${port}`, RELAY_NICE: "10", LOG_LEVEL: "info" }));
-    const notifier = await startNotifier(db.url, bus.url, { NOTIFIER_NICE: "7" });
+    const niced = ServiceProcess.start("relay", devEnv(h.db.url, h.bus.url, { RELAY_HEALTH_ADDR: `127.0.0.1:${port}`, RELAY_NICE: "10", LOG_LEVEL: "info" }));
+    const notifier = await startNotifier(h.db.url, h.bus.url, { NOTIFIER_NICE: "7" });
     try {
       await niced.waitForLog((l) => l.msg === "relay: started");
       expect(niceOf(niced.child.pid!)).toBe(10);
@@ -40,7 +31,7 @@ describe("the relay and the notifier can yield the cores to the API", () => {
       await niced.stop();
       await notifier.stop();
     }
-    const plain = ServiceProcess.start("relay", devEnv(db.url, bus.url, { RELAY_HEALTH_ADDR: `127.0.0.1:${await freePort()}`, LOG_LEVEL: "info" }));
+    const plain = ServiceProcess.start("relay", devEnv(h.db.url, h.bus.url, { RELAY_HEALTH_ADDR: `127.0.0.1:${await freePort()}`, LOG_LEVEL: "info" }));
     try {
       await plain.waitForLog((l) => l.msg === "relay: started");
       expect(niceOf(plain.child.pid!)).toBe(0);
