@@ -27,7 +27,7 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { coveringSubscriptionsSql } from "../notifier/alerts/store.js";
+import { coveringSubscriptionsSql } from "../notifier/alerts/coverage.js";
 import { LOAD, quietWrites, seededWritesNoFanout, writesUnderFanout } from "./alerts-load.js";
 import { CITY, CLUSTERS, seed } from "./alerts-seed.js";
 import { log, machine, startBenchStack, type BenchStack } from "./stack.js";

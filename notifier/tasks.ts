@@ -17,16 +17,16 @@ import type { NotifierMetrics } from "./metrics.js";
 export const NOTIFIER_CRONTAB = [ALERTS_DIGEST_CRONTAB, ALERTS_SWEEP_CRONTAB].join("\n");
 
 /** The alert fan-out's recurring tasks: the morning digest and the stall sweep. */
-export function alertHousekeepingTasks(pool: Pool): TaskList {
+export function alertHousekeepingTasks(pool: Pool, fanout?: FanoutOptions): TaskList {
   return {
-    [ALERTS_DIGEST_TASK]: alertsDigestTask(() => runDigest(pool)),
+    [ALERTS_DIGEST_TASK]: alertsDigestTask(() => runDigest(pool, undefined, fanout?.dailyCap)),
     [ALERTS_SWEEP_TASK]: alertsSweepTask(() => requeueStalledFanouts(pool)),
   } as TaskList;
 }
 
 /** Every alert task on one runner (tests): the fan-out's batches, the digest and the sweep. */
 export function alertTasks(pool: Pool, fanout?: FanoutOptions): TaskList {
-  return { ...fanoutTasks(pool, fanout), ...alertHousekeepingTasks(pool) };
+  return { ...fanoutTasks(pool, fanout), ...alertHousekeepingTasks(pool, fanout) };
 }
 
 export interface NotifierTaskOptions {

@@ -1,11 +1,12 @@
 import { actorSuspendedSql } from "../../lib/accounts.js";
-import { NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
+import { DAILY_ALERT_CAP, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { enqueueDeliveries } from "../../lib/notifications.js";
 import { channelsFor, emailPreferences, type NewNotification } from "../store.js";
+import { subscriptionCoversReport } from "./coverage.js";
 import { digestDraft, digestSourceId, type AlertReport } from "./messages.js";
-import { insertAlertNotifications, needingDelivery } from "./store.js";
+import { insertAlertNotifications, needingDelivery } from "./notifications.js";
 
 /**
  * The morning digest (graphile-worker cron in the notifier's worker): each
@@ -16,6 +17,11 @@ import { insertAlertNotifications, needingDelivery } from "./store.js";
  * whose source id is derived from (subscriber, day). A subscriber suspended
  * by then, or whose subscription is gone (unsubscribed since), gets none of
  * those reports: their rows move to skipped instead.
+ *
+ * A fan-out writes no row for a subscriber it defers (a burst in a city
+ * would write hundreds of thousands), so the digest first writes them
+ * (recordDeferrals): per fan-out that deferred anyone, the subscribers
+ * it covers who had reached the cap on a day it ran and have no row.
  */
 
 /** Subscriber-days per transaction. */
@@ -28,6 +34,68 @@ interface DigestRow extends AlertReport {
   distanceM: number;
   /** To list: not skipped, and the report is still open and not moderated. */
   due: boolean;
+}
+
+/**
+ * The digest's first pass: fan-outs that deferred subscribers and whose
+ * deferred ledger rows are not all written yet, started before `today`
+ * (UTC date), oldest first.
+ */
+async function fanoutsWithUnlistedDeferrals(client: Queryable, today: string): Promise<string[]> {
+  const { rows } = await client.query<{ eventId: string }>(
+    `select event_id as "eventId" from alert_fanout
+     where deferred > 0 and not deferrals_listed and created_at < $1::date::timestamp at time zone 'utc'
+     order by created_at`,
+    [today],
+  );
+  return rows.map((r) => r.eventId);
+}
+
+/**
+ * Writes a fan-out's deferred ledger rows, as of the days before `today` it
+ * ran on: every subscriber its report reaches through a subscription that
+ * existed when the fan-out started, with no ledger row for the report yet
+ * (not notified, nor listed by an earlier pass), whose count reached the cap
+ * on one of those days (the first such day is theirs). That is who its
+ * batches deferred, as they wrote nothing for them. A fan-out finished before
+ * `today` is then marked listed; a running one is looked at again tomorrow.
+ * Safe to run twice. Returns the rows written.
+ */
+async function recordDeferrals(client: Queryable, eventId: string, today: string, dailyCap: number): Promise<number> {
+  const { rows } = await client.query<{ n: number }>(
+    `with fanout as (
+       select f.event_id, f.report_id, f.created_at, (f.created_at at time zone 'utc')::date as first_day,
+         least(coalesce((f.finished_at at time zone 'utc')::date, $2::date), $2::date - 1) as last_day,
+         f.status <> 'running' and f.finished_at < $2::date::timestamp at time zone 'utc' as finished
+       from alert_fanout f where f.event_id = $1::uuid
+     ),
+     deferred as (
+       insert into alert_ledger (report_id, actor_id, fanout_event_id, subscription_id, distance_m, status, day, decided_at)
+       select r.id, c.actor_id, f.event_id, c.subscription_id, c.distance_m, 'deferred', capped.day, now()
+       from fanout f
+       join safety_lost_report r on r.id = f.report_id
+       cross join lateral (
+         select distinct on (s.actor_id) s.actor_id, s.id as subscription_id, st_distance(s.location, r.coarse_location) as distance_m
+         from alert_subscription s
+         where ${subscriptionCoversReport} and s.created_at <= f.created_at
+         order by s.actor_id, distance_m, s.id
+       ) c
+       cross join lateral (
+         select q.day from alert_daily_quota q
+         where q.actor_id = c.actor_id and q.day between f.first_day and f.last_day and q.sent >= $3::int
+         order by q.day limit 1
+       ) capped
+       where not exists (select 1 from alert_ledger l where l.report_id = r.id and l.actor_id = c.actor_id)
+       on conflict (report_id, actor_id) do nothing
+       returning 1
+     ),
+     listed as (
+       update alert_fanout a set deferrals_listed = true from fanout f where a.event_id = f.event_id and f.finished
+     )
+     select count(*)::int as n from deferred`,
+    [eventId, today, dailyCap],
+  );
+  return rows[0]!.n;
 }
 
 async function takeDeferred(client: Queryable, today: string, limit: number): Promise<DigestRow[]> {
@@ -68,9 +136,12 @@ export interface DigestResult {
 }
 
 /** Sends every digest due before `today` (UTC date, YYYY-MM-DD; defaults to the database's today). */
-export async function runDigest(pool: Pool, today?: string): Promise<DigestResult> {
+export async function runDigest(pool: Pool, today?: string, dailyCap = DAILY_ALERT_CAP): Promise<DigestResult> {
   const day =
     today ?? (await pool.query<{ day: string }>(`select to_char((now() at time zone 'utc')::date, 'YYYY-MM-DD') as day`)).rows[0]!.day;
+  for (const fanout of await fanoutsWithUnlistedDeferrals(pool, day)) {
+    await withTransaction(pool, (client) => recordDeferrals(client, fanout, day, dailyCap));
+  }
   const result: DigestResult = { subscriberDays: 0, notifications: 0 };
   for (;;) {
     const slice = await withTransaction(pool, async (client) => {

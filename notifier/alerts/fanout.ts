@@ -4,6 +4,7 @@ import { enqueueDeliveries } from "../../lib/notifications.js";
 import type { QueuedJob } from "../queued-job.js";
 import { channelsFor, emailPreferences } from "../store.js";
 import { nearbyLostTexts, textIndex } from "./messages.js";
+import { insertNearbyNotifications, type NearbyRow } from "./notifications.js";
 import * as store from "./store.js";
 
 /**
@@ -12,16 +13,18 @@ import * as store from "./store.js";
  * batches, each a graphile-worker job of its own:
  *
  *   consumer (the event's transaction, notifier/reactions.ts) → job batch 0
- *   batch 0: record the fan-out (alert_fanout) and claim every subscriber in
- *            range in alert_ledger (deferring at once those already at the
- *            day's cap) → job batch 1
- *   batch n: decide the next ≤ 1,000 (notify, or defer past the daily cap),
- *            write their notifications and delivery jobs → job batch n+1
- *            (a batch mostly past the cap defers all the rest that are)
+ *   batch 0: record the fan-out (alert_fanout) and store every subscriber in
+ *            range as its batches of ≤ 1,000 (alert_fanout_batch), leaving
+ *            out those already at the day's cap → job batch 1
+ *   batch n: decide batch n's subscribers (notify with a ledger row, or
+ *            defer past the daily cap with none), write their
+ *            notifications and delivery jobs → job batch n+1
  *
- * Each batch is one transaction, so a worker that dies mid-batch leaves
- * nothing behind, and the ledger's primary key (report, subscriber) makes
- * it at most once per report per subscriber across replays and events.
+ * A subscriber deferred has no row until the morning digest finds the
+ * report through their subscription (digest.ts). Each batch is one
+ * transaction, so a worker that dies mid-batch leaves nothing behind, and
+ * the ledger's primary key (report, subscriber) makes it at most once per
+ * report per subscriber across replays and events.
  */
 
 export interface FanoutStart extends store.FanoutRef {
@@ -104,37 +107,25 @@ export async function runFanoutBatch(
       return { outcome: "stopped", reason };
     }
     if (batch === 0) {
-      const claimed = await store.collectRecipients(client, fanout, dailyCap);
+      const claimed = await store.collectRecipients(client, fanout, dailyCap, batchSize);
       await store.recordCollected(client, fanoutId, claimed, batchSize);
       if (claimed.pending > 0) await store.queueFanoutBatch(client, fanout, 1);
       return { outcome: "collected", recipients: claimed.pending + claimed.deferred, deferred: claimed.deferred };
     }
-    const decided = await store.decideBatch(client, fanout, fanout.afterActor, batchSize, dailyCap);
-    const notified = decided.filter((d) => d.status === "notified");
+    const { notified, deferred, skipped, last } = await store.decideBatch(client, fanout, batch, dailyCap);
     await notify(client, fanout, notified);
-    const count = (status: store.Decided["status"]) => decided.filter((d) => d.status === status).length;
-    let deferred = count("deferred");
-    let done = decided.length < batchSize;
-    // Mostly past the cap: other fan-outs in the area reached it since this one was collected (a burst
-    // of reports in a city). The rest of its capped subscribers are deferred now, in one statement.
-    if (!done && deferred * 2 >= decided.length) {
-      const swept = await store.deferCapped(client, fanout, dailyCap);
-      deferred += swept.deferred;
-      done = swept.left === 0;
-    }
-    const skipped = count("skipped");
-    await store.recordBatch(client, fanoutId, { afterActor: decided.at(-1)?.actorId ?? null, notified: notified.length, deferred, skipped, done });
-    if (!done) await store.queueFanoutBatch(client, fanout, batch + 1);
-    return { outcome: "batch", notified: notified.length, deferred, skipped, done };
+    await store.recordBatch(client, fanoutId, { notified: notified.length, deferred, skipped, done: last });
+    if (!last) await store.queueFanoutBatch(client, fanout, batch + 1);
+    return { outcome: "batch", notified: notified.length, deferred, skipped, done: last };
   });
 }
 
 /** The batch's notifications in one insert (in-app ones sent), and their email deliveries in one add_jobs, behind other notifications'. */
-async function notify(client: Queryable, fanout: store.LockedFanout, recipients: store.Decided[]): Promise<void> {
+async function notify(client: Queryable, fanout: store.LockedFanout, recipients: store.Decided["notified"]): Promise<void> {
   if (recipients.length === 0) return;
   const texts = nearbyLostTexts({ reportId: fanout.reportId, species: fanout.species, lat: fanout.lat, lon: fanout.lon, lastSeenAt: fanout.lastSeenAt });
   const preferences = await emailPreferences(client, recipients.map((r) => r.actorId));
-  const rows: store.NearbyRow[] = recipients.flatMap((recipient) =>
+  const rows: NearbyRow[] = recipients.flatMap((recipient) =>
     channelsFor(texts[0]!.kind, preferences.get(recipient.actorId)).map((channel) => ({
       actorId: recipient.actorId,
       subscriptionId: recipient.subscriptionId,
@@ -142,7 +133,7 @@ async function notify(client: Queryable, fanout: store.LockedFanout, recipients:
       channel,
     })),
   );
-  const needDelivery = await store.insertNearbyNotifications(client, fanout, texts, rows);
+  const needDelivery = await insertNearbyNotifications(client, fanout, texts, rows);
   await enqueueDeliveries(client, needDelivery, { priority: NEARBY_DELIVERY_PRIORITY });
 }
 

@@ -2,11 +2,9 @@ import { actorSuspendedSql } from "../../lib/accounts.js";
 import type { Species } from "../../lib/animals.js";
 import { ALERTS_FANOUT_TASK, FANOUT_BATCH_SIZE, fanoutJobKey } from "../../lib/alerts.js";
 import type { Queryable } from "../../lib/db.js";
-import type { Channel } from "../../lib/notifications.js";
-import type { NotificationDraft } from "../handlers.js";
-import type { NewNotification } from "../store.js";
+import { coveringSubscriptionsSql, subscriptionCoversReport } from "./coverage.js";
 
-/** SQL of the alert fan-out: starting one, its batches, the stall sweep. Tables: migrations 000006. */
+/** SQL of the alert fan-out: starting one, its batches, the stall sweep. Tables: migrations 000006 and 000009. */
 
 /** A failed batch is retried by graphile-worker, and re-queued by the stall sweep after that. */
 export const FANOUT_JOB_MAX_ATTEMPTS = 20;
@@ -93,7 +91,6 @@ export interface LockedFanout {
   eventType: string;
   status: "running" | "done" | "stopped";
   nextBatch: number;
-  afterActor: string | null;
   reportStatus: string;
   moderationState: string | null;
   reporterId: string;
@@ -111,7 +108,7 @@ export interface LockedFanout {
 export async function lockFanout(client: Queryable, eventId: string): Promise<LockedFanout | null> {
   const { rows } = await client.query<LockedFanout>(
     `select f.event_id as "eventId", f.report_id as "reportId", f.event_type as "eventType", f.status,
-       f.next_batch as "nextBatch", f.after_actor as "afterActor",
+       f.next_batch as "nextBatch",
        r.status as "reportStatus", m.state as "moderationState", r.reporter_id as "reporterId", r.species,
        st_y(r.coarse_location::geometry) as lat, st_x(r.coarse_location::geometry) as lon, r.last_seen_at as "lastSeenAt"
      from alert_fanout f
@@ -123,29 +120,6 @@ export async function lockFanout(client: Queryable, eventId: string): Promise<Lo
   );
   return rows[0] ?? null;
 }
-
-/**
- * A subscription `s` covers lost report `r`: the GiST index on `area` finds
- * the candidates, ST_DWithin keeps the exact ones; its species, if it names
- * any, include the report's; never the reporter's own.
- */
-const subscriptionCoversReport = `
-  s.area && r.coarse_location::geometry and st_dwithin(s.location, r.coarse_location, s.radius_m)
-  and (s.species is null or r.species = any(s.species))
-  and s.actor_id <> r.reporter_id`;
-
-/**
- * The lookup of subscriptions whose radius covers the report's coarse point:
- * the GiST index on `area` finds the candidates, ST_DWithin keeps the exact
- * ones. Per actor, the closest covering subscription; never the reporter.
- * $1 report id. Exported for the EXPLAIN test and the bench.
- */
-export const coveringSubscriptionsSql = `
-  select distinct on (s.actor_id) s.actor_id, s.id as subscription_id, st_distance(s.location, r.coarse_location) as distance_m
-  from safety_lost_report r
-  join alert_subscription s on ${subscriptionCoversReport}
-  where r.id = $1::uuid
-  order by s.actor_id, distance_m, s.id`;
 
 /**
  * Fan-out starts whose report no subscription covers are recorded as done
@@ -181,223 +155,117 @@ export async function recordUncoveredFanouts(client: Queryable, starts: Array<Fa
 export interface Claimed {
   /** Left for the batches to decide. */
   pending: number;
-  /** Deferred to the digest at once: their count for the day had reached the cap. */
+  /** Past the cap at once: their count for the day had reached it. */
   deferred: number;
 }
 
+/** Today's UTC date in SQL: the day a decision counts against the cap. */
+const utcToday = `(now() at time zone 'utc')::date`;
+
 /**
- * Batch 0: claims every subscriber in range for this fan-out in the ledger.
- * A subscriber already decided for this report (an earlier event) is left
- * alone; one still pending under an earlier fan-out is taken over. A
- * subscriber whose count for the UTC day has reached the cap is deferred to
- * the digest here, in the same statement, as its batch would: the count
- * only grows within a day (a count read before a concurrent batch raised it
- * leaves the subscriber pending, for its batch to decide under the lock).
- * After a burst of reports in one city most of its subscribers are capped,
- * so their batches are never run.
+ * Batch 0: finds every subscriber in range and stores those left to decide
+ * as the fan-out's batches, one row of arrays per `batchSize` of them in
+ * actor order (alert_fanout_batch), not a ledger row each. A subscriber
+ * already decided for this report (by an earlier event) is left out. One
+ * whose count for the UTC day has reached the cap is deferred here, by
+ * writing nothing: the morning digest finds the report through their
+ * subscription (digest.ts). The count only grows within a day, so no lock
+ * is needed; one read before a concurrent batch raised it leaves the
+ * subscriber to their batch. After a burst of reports in a city most of its
+ * subscribers are capped, and those reports cost a read each.
  */
-export async function collectRecipients(client: Queryable, { reportId, eventId }: FanoutRef, dailyCap: number): Promise<Claimed> {
+export async function collectRecipients(client: Queryable, { reportId, eventId }: FanoutRef, dailyCap: number, batchSize: number): Promise<Claimed> {
   // The planner expects a single covering subscription (ST_DWithin's estimate), so it probes the day's
   // quota once per recipient, as a bitmap scan: 3× a plain index probe's cost over a city's 20,000.
   await client.query(`set local enable_bitmapscan = off`);
   const { rows } = await client.query<Claimed>(
-    `with claimed as (
-       insert into alert_ledger as l (report_id, actor_id, fanout_event_id, subscription_id, distance_m, status, day, decided_at)
-       select $1::uuid, c.actor_id, $2::uuid, c.subscription_id, c.distance_m,
-         case when q.actor_id is null then 'pending' else 'deferred' end,
-         case when q.actor_id is not null then (now() at time zone 'utc')::date end,
-         case when q.actor_id is not null then now() end
+    `with recipients as (
+       select c.actor_id, c.subscription_id, c.distance_m,
+         exists (select 1 from alert_daily_quota q where q.actor_id = c.actor_id and q.day = ${utcToday} and q.sent >= $3::int) as capped
        from (${coveringSubscriptionsSql}) c
-       left join alert_daily_quota q on q.actor_id = c.actor_id and q.day = (now() at time zone 'utc')::date and q.sent >= $3::int
-       on conflict (report_id, actor_id) do update
-         set fanout_event_id = excluded.fanout_event_id, subscription_id = excluded.subscription_id, distance_m = excluded.distance_m,
-           status = excluded.status, day = excluded.day, decided_at = excluded.decided_at
-         where l.status = 'pending'
-       returning l.status
+       -- A hashed subplan: one range scan of the report's rows (none for a new report), where "not exists" probed once per recipient.
+       where c.actor_id not in (select l.actor_id from alert_ledger l where l.report_id = $1::uuid)
+     ),
+     numbered as (
+       select r.*, (row_number() over (order by r.actor_id) - 1) / $4::int + 1 as batch from recipients r where not r.capped
+     ),
+     stored as (
+       insert into alert_fanout_batch (fanout_event_id, batch, actor_ids, subscription_ids, distances_m)
+       select $2::uuid, batch, array_agg(actor_id order by actor_id), array_agg(subscription_id order by actor_id),
+         array_agg(distance_m order by actor_id)
+       from numbered group by batch
      )
-     select count(*) filter (where status = 'pending')::int as pending, count(*) filter (where status = 'deferred')::int as deferred
-     from claimed`,
-    [reportId, eventId, dailyCap],
+     select count(*) filter (where not capped)::int as pending, count(*) filter (where capped)::int as deferred from recipients`,
+    [reportId, eventId, dailyCap, batchSize],
   );
   await client.query(`set local enable_bitmapscan to default`);
   return rows[0]!;
 }
 
 export interface Decided {
-  actorId: string;
-  subscriptionId: string;
-  distanceM: number;
-  status: "notified" | "deferred" | "skipped";
+  /** Ledger rows written: these get their notification. */
+  notified: Array<{ actorId: string; subscriptionId: string; distanceM: number }>;
+  /** Past the day's cap: left for the digest, with no row. */
+  deferred: number;
+  /** Subscription gone, subscriber suspended, or the report already decided for them by another of its fan-outs. */
+  skipped: number;
+  /** No batch after this one. */
+  last: boolean;
 }
 
 /**
- * Batch n: the next `size` pending subscribers after `afterActor`, each
- * decided in one statement: skipped when its subscription is gone or its
- * subscriber is suspended (as of this batch: a suspension before it counts,
- * whenever the fan-out started), notified
- * while the subscriber's count for the UTC day is under the cap, deferred to
- * the digest past it. The quota upsert goes in actor order, so concurrent
- * fan-outs lock subscribers in the same order and never deadlock.
+ * Batch n: takes the batch's row (deleting it) and decides each of its
+ * subscribers in one statement: skipped when their subscription is gone or
+ * they are suspended (as of this batch: a suspension before it counts,
+ * whenever the fan-out started), or another fan-out of the report decided
+ * them since; notified while their count for the UTC day is under the cap,
+ * with a ledger row; deferred past it, with none (as in collectRecipients).
+ * The quota upsert goes in actor order, so concurrent fan-outs lock
+ * subscribers in the same order and never deadlock; the ledger's primary key
+ * keeps two fan-outs of one report from both notifying a subscriber (the
+ * loser's quota count is one too high that day: fewer alerts, never more).
  */
-export async function decideBatch(
-  client: Queryable,
-  { reportId, eventId }: FanoutRef,
-  afterActor: string | null,
-  size: number,
-  dailyCap: number,
-): Promise<Decided[]> {
+export async function decideBatch(client: Queryable, { reportId, eventId }: FanoutRef, batch: number, dailyCap: number): Promise<Decided> {
   const { rows } = await client.query<Decided>(
-    `with batch as (
-       select l.actor_id,
-         exists (select 1 from alert_subscription s where s.id = l.subscription_id) and not ${actorSuspendedSql("l.actor_id")} as live
-       from alert_ledger l
-       where l.report_id = $1::uuid and l.fanout_event_id = $2::uuid and l.status = 'pending' and l.actor_id > $3::text
-       order by l.actor_id
-       limit $4::int
-       for update of l
+    `with taken as (
+       delete from alert_fanout_batch where fanout_event_id = $2::uuid and batch = $3::int
+       returning actor_ids, subscription_ids, distances_m
+     ),
+     recipients as (
+       select u.actor_id, u.subscription_id, u.distance_m,
+         exists (select 1 from alert_subscription s where s.id = u.subscription_id) and not ${actorSuspendedSql("u.actor_id")}
+           and not exists (select 1 from alert_ledger l where l.report_id = $1::uuid and l.actor_id = u.actor_id) as live,
+         exists (select 1 from alert_daily_quota q where q.actor_id = u.actor_id and q.day = ${utcToday} and q.sent >= $4::int) as capped
+       from taken t, unnest(t.actor_ids, t.subscription_ids, t.distances_m) as u(actor_id, subscription_id, distance_m)
      ),
      quota as (
        insert into alert_daily_quota as q (actor_id, day, sent)
-       select actor_id, (now() at time zone 'utc')::date, 1 from batch where live order by actor_id
-       on conflict (actor_id, day) do update set sent = q.sent + 1 where q.sent < $5::int
+       select actor_id, ${utcToday}, 1 from recipients where live and not capped order by actor_id
+       on conflict (actor_id, day) do update set sent = q.sent + 1 where q.sent < $4::int
        returning q.actor_id
      ),
-     decided as (
-       update alert_ledger l
+     notified as (
+       insert into alert_ledger (report_id, actor_id, fanout_event_id, subscription_id, distance_m, status, day, decided_at)
        -- "in (select …)" is a hashed subplan; a join to the quota CTE was planned as a nested loop (1,000 × 1,000).
-       set status = case when not b.live then 'skipped' when b.actor_id in (select actor_id from quota) then 'notified' else 'deferred' end,
-         day = (now() at time zone 'utc')::date, decided_at = now()
-       from batch b
-       where l.report_id = $1::uuid and l.actor_id = b.actor_id
-       returning l.actor_id, l.subscription_id, l.distance_m, l.status
+       select $1::uuid, r.actor_id, $2::uuid, r.subscription_id, r.distance_m, 'notified', ${utcToday}, now()
+       from recipients r where r.actor_id in (select actor_id from quota)
+       on conflict (report_id, actor_id) do nothing
+       returning actor_id, subscription_id, distance_m
      )
-     select actor_id as "actorId", subscription_id as "subscriptionId", distance_m as "distanceM", status
-     from decided order by actor_id`,
-    [reportId, eventId, afterActor ?? "", size, dailyCap],
-  );
-  return rows;
-}
-
-/**
- * Defers every subscriber still pending in the fan-out whose count for the
- * UTC day has reached the cap, in one statement, as their batches would (the
- * count only grows within a day, so no quota lock is needed). Returns how
- * many it deferred and how many are left pending.
- */
-export async function deferCapped(client: Queryable, { reportId, eventId }: FanoutRef, dailyCap: number): Promise<{ deferred: number; left: number }> {
-  const { rows } = await client.query<{ deferred: number; left: number }>(
-    `with capped as (
-       update alert_ledger l set status = 'deferred', day = (now() at time zone 'utc')::date, decided_at = now()
-       from alert_daily_quota q
-       where l.report_id = $1::uuid and l.fanout_event_id = $2::uuid and l.status = 'pending'
-         and q.actor_id = l.actor_id and q.day = (now() at time zone 'utc')::date and q.sent >= $3::int
-       returning 1
-     )
-     select (select count(*) from capped)::int as deferred,
-       -- The statement's snapshot is from before the update: pending then, less the ones deferred.
-       ((select count(*) from alert_ledger where report_id = $1::uuid and fanout_event_id = $2::uuid and status = 'pending')
-         - (select count(*) from capped))::int as left`,
-    [reportId, eventId, dailyCap],
+     select
+       (select coalesce(json_agg(json_build_object('actorId', actor_id, 'subscriptionId', subscription_id, 'distanceM', distance_m)
+          order by actor_id), '[]') from notified) as notified,
+       (count(*) filter (where live) - (select count(*) from quota))::int as deferred,
+       -- Live ones whose ledger row another fan-out of the report wrote first are skipped too.
+       (count(*) filter (where not live) + (select count(*) from quota) - (select count(*) from notified))::int as skipped,
+       not exists (select 1 from alert_fanout_batch where fanout_event_id = $2::uuid and batch > $3::int) as last
+     from recipients`,
+    [reportId, eventId, batch, dailyCap],
   );
   return rows[0]!;
 }
 
-/**
- * Inserts a batch's notifications in one statement, like the consumer's
- * insertNotifications, except that in_app rows are written already `sent`:
- * the row is the in-app message and the in-app deliverer only marks it sent,
- * which would cost a job (an advisory lock, a read and an update) for each of
- * thousands of recipients. Returns the new rows; the ones not in_app (email)
- * still need a delivery job. A row that exists already (a replay) is left alone.
- */
-export async function insertAlertNotifications(client: Queryable, batch: NewNotification[]): Promise<Array<{ id: string; channel: string }>> {
-  if (batch.length === 0) return [];
-  const { rows } = await client.query<{ id: string; channel: string }>(
-    `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
-                               status, attempts, round_attempts, sent_at)
-     select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d,
-       case when u.c = 'in_app' then 'sent' else 'pending' end,
-       case when u.c = 'in_app' then 1 else 0 end, case when u.c = 'in_app' then 1 else 0 end,
-       case when u.c = 'in_app' then now() end
-     from unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])
-       as u(r, c, e, k, t, kind, s, b, d)
-     on conflict (source_event_id, recipient_actor_id, channel) do nothing
-     returning id, channel`,
-    [
-      batch.map((n) => n.recipientActorId),
-      batch.map((n) => n.channel),
-      batch.map((n) => n.sourceEventId),
-      batch.map((n) => n.sourceKey),
-      batch.map((n) => n.eventType),
-      batch.map((n) => n.kind),
-      batch.map((n) => n.subject),
-      batch.map((n) => n.body),
-      batch.map((n) => JSON.stringify(n.data)),
-    ],
-  );
-  return rows;
-}
-
-export interface NearbyRow {
-  actorId: string;
-  subscriptionId: string;
-  /** Index into the texts: the distance rounded to the km (messages.ts textIndex). */
-  km: number;
-  channel: Channel;
-}
-
-/**
- * A batch's nearby_lost notifications in one statement, each row's subject,
- * body and data picked in SQL from `texts` (messages.ts nearbyLostTexts, one
- * per km) by its rounded distance, with its subscription id added to the
- * data: the batch sends Postgres four short columns per row instead of the
- * texts. In-app rows are written sent, as in insertAlertNotifications; a row
- * that exists already (a replay) is left alone. Returns the ids of the new
- * rows that need a delivery job (the email ones).
- */
-export async function insertNearbyNotifications(
-  client: Queryable,
-  source: { eventId: string; eventType: string },
-  texts: NotificationDraft[],
-  rows: NearbyRow[],
-): Promise<string[]> {
-  if (rows.length === 0) return [];
-  const { rows: inserted } = await client.query<{ id: string }>(
-    `with inserted as (
-       insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
-                                 status, attempts, round_attempts, sent_at)
-       select u.r, u.c, $5::uuid, $6::text, $7::text, $8::text, ($9::text[])[u.km + 1], ($10::text[])[u.km + 1],
-         ($11::jsonb[])[u.km + 1] || jsonb_build_object('alertSubscriptionId', u.s::text),
-         case when u.c = 'in_app' then 'sent' else 'pending' end,
-         case when u.c = 'in_app' then 1 else 0 end, case when u.c = 'in_app' then 1 else 0 end,
-         case when u.c = 'in_app' then now() end
-       from unnest($1::text[], $2::text[], $3::uuid[], $4::int[]) as u(r, c, s, km)
-       on conflict (source_event_id, recipient_actor_id, channel) do nothing
-       returning id, channel
-     )
-     select id from inserted where channel <> 'in_app'`,
-    [
-      rows.map((r) => r.actorId),
-      rows.map((r) => r.channel),
-      rows.map((r) => r.subscriptionId),
-      rows.map((r) => r.km),
-      source.eventId,
-      texts[0]!.sourceKey,
-      source.eventType,
-      texts[0]!.kind,
-      texts.map((t) => t.subject),
-      texts.map((t) => t.body),
-      texts.map((t) => JSON.stringify(t.data)),
-    ],
-  );
-  return inserted.map((r) => r.id);
-}
-
-/** The new notifications that need a delivery job: all but in_app, which are written sent. */
-export const needingDelivery = (rows: Array<{ id: string; channel: string }>) => rows.filter((r) => r.channel !== "in_app").map((r) => r.id);
-
 export interface BatchOutcome {
-  afterActor: string | null;
   notified: number;
   deferred: number;
   skipped: number;
@@ -407,12 +275,12 @@ export interface BatchOutcome {
 export async function recordBatch(client: Queryable, eventId: string, outcome: BatchOutcome): Promise<void> {
   await client.query(
     `update alert_fanout
-     set next_batch = next_batch + 1, after_actor = coalesce($2::text, after_actor), batches_done = batches_done + 1,
-       notified = notified + $3::int, deferred = deferred + $4::int, skipped = skipped + $5::int, updated_at = now(),
-       status = case when $6::boolean then 'done' else status end,
-       finished_at = case when $6::boolean then now() end
+     set next_batch = next_batch + 1, batches_done = batches_done + 1,
+       notified = notified + $2::int, deferred = deferred + $3::int, skipped = skipped + $4::int, updated_at = now(),
+       status = case when $5::boolean then 'done' else status end,
+       finished_at = case when $5::boolean then now() end
      where event_id = $1::uuid`,
-    [eventId, outcome.afterActor, outcome.notified, outcome.deferred, outcome.skipped, outcome.done],
+    [eventId, outcome.notified, outcome.deferred, outcome.skipped, outcome.done],
   );
 }
 
@@ -428,9 +296,11 @@ export async function recordCollected(client: Queryable, eventId: string, claime
   );
 }
 
+/** Stops a fan-out; its batches not run yet are dropped. */
 export async function stopFanout(client: Queryable, eventId: string, reason: string): Promise<void> {
   await client.query(
-    `update alert_fanout set status = 'stopped', stop_reason = $2::text, updated_at = now(), finished_at = now()
+    `with dropped as (delete from alert_fanout_batch where fanout_event_id = $1::uuid)
+     update alert_fanout set status = 'stopped', stop_reason = $2::text, updated_at = now(), finished_at = now()
      where event_id = $1::uuid`,
     [eventId, reason],
   );

@@ -4,15 +4,16 @@ import { fanoutJobKey } from "../../lib/alerts.js";
 import { withTransaction } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { startWorker } from "../../lib/worker.js";
+import { runDigest } from "../../notifier/alerts/digest.js";
 import { fanoutStartJob, requeueStalledFanouts, runFanoutBatch } from "../../notifier/alerts/fanout.js";
-import { coveringSubscriptionsSql } from "../../notifier/alerts/store.js";
+import { coveringSubscriptionsSql } from "../../notifier/alerts/coverage.js";
 import { recordEvents } from "../../notifier/consumer.js";
 import { queueJobs } from "../../notifier/store.js";
 import { alertTasks } from "../../notifier/tasks.js";
 import { admin } from "../helpers/app.js";
 import { eventually } from "../helpers/stream.js";
 import { call, createLostReport, freshActor, moderate, startHarness, type Harness } from "../safety/helpers.js";
-import { fanoutRow, nearbyRecipients, offset, startTestFanout, subscribe, type LatLon } from "./helpers.js";
+import { batchSizes, dayAfter, fanoutRow, nearbyRecipients, offset, startTestFanout, subscribe, utcToday, type LatLon } from "./helpers.js";
 
 /**
  * The fan-out's batches run one by one here, by hand, on the real database
@@ -50,7 +51,9 @@ describe("a fan-out in batches", () => {
     await h.db.pool.query(`insert into notification_preference (actor_id, email) values ($1, 'one@example.org')`, [subscribers[4]]);
     const fanout = await startTestFanout(h.db.pool, reportId);
     expect(await runFanoutBatch(h.db.pool, fanout, 0, small)).toEqual({ outcome: "collected", recipients: 7, deferred: 0 });
-    expect(await ledger(reportId)).toEqual([{ status: "pending", n: 7 }]);
+    // Stored as three batches, not a ledger row each: the ledger gets a row per subscriber notified.
+    expect(await batchSizes(h.db.pool, fanout)).toEqual([3, 3, 1]);
+    expect(await ledger(reportId)).toEqual([]);
     // The next batch's job runs before the batches of fan-outs with more left (its priority: batches left after it),
     // and before those of younger fan-outs with as many left (its run_at: the fan-out's start).
     const nextJob = async () =>
@@ -70,6 +73,8 @@ describe("a fan-out in batches", () => {
     expect(await runFanoutBatch(h.db.pool, fanout, 3, small)).toMatchObject({ notified: 1, done: true });
     expect(await nearbyRecipients(h.db.pool, reportId)).toEqual(subscribers);
     expect(await fanoutRow(h.db.pool, fanout)).toMatchObject({ status: "done", recipients: 7, notified: 7, batches_done: 3 });
+    expect(await ledger(reportId)).toEqual([{ status: "notified", n: 7 }]);
+    expect(await batchSizes(h.db.pool, fanout)).toEqual([]);
 
     // In-app rows are the message itself: written sent. The email one got its delivery job, behind other notifications (priority 10).
     const { rows } = await h.db.pool.query(
@@ -163,7 +168,8 @@ describe("a worker that dies mid-batch", () => {
     } finally {
       await h.db.pool.query(`drop trigger test_fail_nearby on notification; drop function test_fail_nearby();`);
     }
-    expect(await ledger(reportId)).toEqual([{ status: "pending", n: 5 }]);
+    expect(await ledger(reportId)).toEqual([]);
+    expect(await batchSizes(h.db.pool, fanout)).toEqual([3, 2]);
     const quota = await h.db.pool.query(`select count(*)::int as n from alert_daily_quota where actor_id = any($1)`, [subscribers]);
     expect(quota.rows[0].n).toBe(0);
     expect(await fanoutRow(h.db.pool, fanout)).toMatchObject({ next_batch: 1, notified: 0 });
@@ -275,10 +281,9 @@ describe("the daily cap", () => {
       [subscriber],
     );
     expect(rows[0].n).toBe(20);
-    const deferred = await h.db.pool.query(`select count(*)::int as n from alert_ledger where actor_id = $1 and status = 'deferred' and day is not null`, [
-      subscriber,
-    ]);
-    expect(deferred.rows[0].n).toBe(2);
+    // The two deferred wrote nothing: the ledger holds the 20 notified (the morning digest finds the others).
+    const ledgerRows = await h.db.pool.query(`select status, count(*)::int as n from alert_ledger where actor_id = $1 group by 1`, [subscriber]);
+    expect(ledgerRows.rows).toEqual([{ status: "notified", n: 20 }]);
   });
 
   it("defers in the batch a subscriber who reached the cap after the fan-out collected them", async () => {
@@ -298,8 +303,40 @@ describe("the daily cap", () => {
   });
 });
 
+describe("a report deferred past the cap", () => {
+  it("is listed once in the digest however many of its fan-outs deferred it, and never alerts that subscriber after", async () => {
+    const capOne = { ...small, dailyCap: 1 };
+    const spot = offset(CITY, 120);
+    const subscriber = freshActor("capped");
+    await subscribe(h.db.pool, subscriber, spot, 10);
+    const runAll = async (reportId: string) => {
+      const fanout = await startTestFanout(h.db.pool, reportId);
+      for (let b = 0; (await fanoutRow(h.db.pool, fanout)).status === "running"; b++) await runFanoutBatch(h.db.pool, fanout, b, capOne);
+      return fanoutRow(h.db.pool, fanout);
+    };
+    // The first report reaches the cap (1 here); the second is deferred, and deferred again when it moves (a second fan-out).
+    await runAll(await createLostReport(h.api, freshActor("reporter"), { location: spot }));
+    const deferred = await createLostReport(h.api, freshActor("reporter"), { location: offset(spot, 1) });
+    expect(await runAll(deferred)).toMatchObject({ recipients: 1, deferred: 1 });
+    expect(await runAll(deferred)).toMatchObject({ recipients: 1, deferred: 1 });
+
+    await runDigest(h.db.pool, dayAfter(await utcToday(h.db.pool)), 1);
+    const digests = await h.db.pool.query(
+      `select data->>'lostReportIds' as reports from notification
+       where kind = 'nearby_lost' and channel = 'in_app' and data ? 'digestDay' and recipient_actor_id = $1`,
+      [subscriber],
+    );
+    expect(digests.rows).toEqual([{ reports: deferred }]);
+
+    // A new day's count (its quota row gone) and a third fan-out of the report: the digest's ledger row keeps it at once.
+    await h.db.pool.query(`delete from alert_daily_quota where actor_id = $1`, [subscriber]);
+    expect(await runAll(deferred)).toMatchObject({ recipients: 0, notified: 0 });
+    expect(await nearbyRecipients(h.db.pool, deferred)).toEqual([]);
+  });
+});
+
 describe("a fan-out whose area reached the cap after it was collected", () => {
-  it("defers the rest of its capped subscribers at once when a batch is mostly past the cap", async () => {
+  it("defers its capped subscribers in their batches, writing nothing for them, and the next morning's digest lists the report", async () => {
     const capOne = { ...small, dailyCap: 1 };
     const { reportId, subscribers, at } = await reportWithSubscribers(7, offset(CITY, -60));
     const late = await startTestFanout(h.db.pool, reportId);
@@ -310,14 +347,26 @@ describe("a fan-out whose area reached the cap after it was collected", () => {
     for (let b = 0; b <= 2; b++) await runFanoutBatch(h.db.pool, first, b, capOne);
     expect(await nearbyRecipients(h.db.pool, other)).toHaveLength(6);
 
-    // Batch 1 decides 3 (one notified, two deferred), then defers the four capped ones left at once.
-    expect(await runFanoutBatch(h.db.pool, late, 1, capOne)).toEqual({ outcome: "batch", notified: 1, deferred: 6, skipped: 0, done: true });
+    // Batch 1 notifies the one not capped and defers two; the batches after it defer the rest.
+    expect(await runFanoutBatch(h.db.pool, late, 1, capOne)).toEqual({ outcome: "batch", notified: 1, deferred: 2, skipped: 0, done: false });
+    expect(await runFanoutBatch(h.db.pool, late, 2, capOne)).toEqual({ outcome: "batch", notified: 0, deferred: 3, skipped: 0, done: false });
+    expect(await runFanoutBatch(h.db.pool, late, 3, capOne)).toEqual({ outcome: "batch", notified: 0, deferred: 1, skipped: 0, done: true });
     expect(await nearbyRecipients(h.db.pool, reportId)).toEqual([subscribers[1]]);
+    expect(await ledger(reportId)).toEqual([{ status: "notified", n: 1 }]);
+    expect(await fanoutRow(h.db.pool, late)).toMatchObject({ status: "done", notified: 1, deferred: 6, batches_done: 3 });
+
+    // The next morning (with the cap the fan-out had), each of the six gets one digest listing the report.
+    await runDigest(h.db.pool, dayAfter(await utcToday(h.db.pool)), 1);
+    const digests = await h.db.pool.query(
+      `select recipient_actor_id as actor, data->>'lostReportIds' as reports from notification
+       where kind = 'nearby_lost' and channel = 'in_app' and data ? 'digestDay' and recipient_actor_id = any($1) order by 1`,
+      [subscribers],
+    );
+    expect(digests.rows).toEqual(subscribers.filter((s) => s !== subscribers[1]).map((actor) => ({ actor, reports: reportId })));
     expect(await ledger(reportId)).toEqual([
-      { status: "deferred", n: 6 },
+      { status: "digested", n: 6 },
       { status: "notified", n: 1 },
     ]);
-    expect(await fanoutRow(h.db.pool, late)).toMatchObject({ status: "done", notified: 1, deferred: 6, batches_done: 1 });
   });
 });
 

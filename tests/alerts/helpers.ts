@@ -77,3 +77,21 @@ export async function coarsePoint(db: pg.Pool, reportId: string): Promise<LatLon
   );
   return rows[0]!;
 }
+
+/** The database's UTC date (YYYY-MM-DD): the day a fan-out counts its alerts against the cap. */
+export async function utcToday(db: pg.Pool): Promise<string> {
+  const { rows } = await db.query<{ day: string }>(`select to_char((now() at time zone 'utc')::date, 'YYYY-MM-DD') as day`);
+  return rows[0]!.day;
+}
+
+/** The UTC date after `day`: when the morning digest for `day` runs. */
+export const dayAfter = (day: string): string => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+
+/** The sizes of a fan-out's batches still to run, in order. */
+export async function batchSizes(db: pg.Pool, eventId: string): Promise<number[]> {
+  const { rows } = await db.query<{ n: number }>(
+    `select cardinality(actor_ids) as n from alert_fanout_batch where fanout_event_id = $1 order by batch`,
+    [eventId],
+  );
+  return rows.map((r) => r.n);
+}

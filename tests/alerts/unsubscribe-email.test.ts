@@ -6,7 +6,7 @@ import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";
 import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from "../notifier/smtp.js";
 import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
-import { offset } from "./helpers.js";
+import { dayAfter, offset } from "./helpers.js";
 
 /**
  * nearby_lost emails carry RFC 8058 one-click unsubscribe headers, sent to a
@@ -123,13 +123,15 @@ describe("a nearby_lost email", () => {
       [actor],
     );
     const reportId = await createLostReport(h.api, freshActor("reporter"), { location: place });
+    // Already at the cap: the fan-out defers them at once, and the morning digest lists the report.
     const day = await eventually(async () => {
-      const { rows } = await h.db.pool.query(`select to_char(day, 'YYYY-MM-DD') as day from alert_ledger where report_id = $1 and status = 'deferred'`, [
-        reportId,
-      ]);
+      const { rows } = await h.db.pool.query(
+        `select to_char((created_at at time zone 'utc')::date, 'YYYY-MM-DD') as day from alert_fanout where report_id = $1 and status = 'done' and deferred = 1`,
+        [reportId],
+      );
       return rows[0]?.day as string | undefined;
     }, 20_000);
-    const tomorrow = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+    const tomorrow = dayAfter(day);
     expect((await runDigest(h.api.pool, tomorrow)).notifications).toBe(2);
     const mail = await mailTo("digested@example.org", /more lost animal near you/);
     expect((await oneClick(listUnsubscribe(mail))).statusCode).toBe(200);

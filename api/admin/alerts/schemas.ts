@@ -20,7 +20,10 @@ const Fanout = z.object({
   recipients: z.number().int().nullable().describe("Subscribers it claimed in range; null until batch 0 ran."),
   notified: z.number().int(),
   deferredToDigest: z.number().int(),
-  skipped: z.number().int().describe("Subscribers whose subscription was deleted, or who were suspended, before their batch ran."),
+  skipped: z
+    .number()
+    .int()
+    .describe("Subscribers whose subscription was deleted, or who were suspended, before their batch ran, or whom another fan-out of the report reached first."),
   batchesDone: z.number().int(),
   batchesPending: z.number().int().nullable().describe("Batches still to run for the recipients it holds; null until batch 0 ran."),
   startedAt: z.string(),
@@ -38,7 +41,9 @@ export const ReportAlerts = z
     subscribersInRange: z.number().int(),
     recipients: z
       .object({ pending: z.number().int(), notified: z.number().int(), deferred: z.number().int(), digested: z.number().int(), skipped: z.number().int() })
-      .describe("Every subscriber this report has reached or will reach, by state, across its fan-outs (at most once each)."),
+      .describe(
+        "Every subscriber this report has reached or will reach, by state, across its fan-outs (at most once each). deferred: past the daily cap, waiting for the morning digest (counted by the fan-out until the digest writes their ledger rows); digested: listed in a digest; skipped includes those the digest skipped.",
+      ),
     fanouts: z.array(Fanout).describe("Newest first."),
   })
   .meta({ id: "ReportAlerts" });

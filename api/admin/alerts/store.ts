@@ -23,16 +23,10 @@ export async function reportAlerts(client: Queryable, reportId: string): Promise
   const report = reports[0];
   if (!report) return null;
 
-  const { rows: states } = await client.query<{ fanoutEventId: string; status: string; n: number }>(
-    `select fanout_event_id as "fanoutEventId", status, count(*)::int as n from alert_ledger where report_id = $1::uuid group by 1, 2`,
-    [reportId],
-  );
-  const recipients = { pending: 0, notified: 0, deferred: 0, digested: 0, skipped: 0 };
-  for (const s of states) recipients[s.status as keyof typeof recipients] += s.n;
-
   const { rows: fanouts } = await client.query(
     `select f.event_id as "eventId", f.event_type as "eventType", f.status, f.stop_reason as "stopReason", f.recipients,
        f.batch_size as "batchSize", f.notified, f.deferred, f.skipped, f.batches_done as "batchesDone", f.created_at as "startedAt",
+       f.deferrals_listed as "deferralsListed",
        f.updated_at as "updatedAt", f.finished_at as "finishedAt",
        j.locked_at as "lockedAt", j.attempts, j.max_attempts as "maxAttempts", j.last_error as "lastError", j.run_at as "runAt",
        (p.payload->>'batch')::int as "jobBatch"
@@ -43,6 +37,22 @@ export async function reportAlerts(client: Queryable, reportId: string): Promise
      order by f.created_at desc`,
     [reportId, ALERTS_FANOUT_TASK],
   );
+  // The ledger holds the notified, and the deferred once the morning digest has written them (until then, the fan-out counts them).
+  const { rows: states } = await client.query<{ fanoutEventId: string; status: string; n: number }>(
+    `select fanout_event_id as "fanoutEventId", status, count(*)::int as n from alert_ledger where report_id = $1::uuid group by 1, 2`,
+    [reportId],
+  );
+  const ledger = (status: string, eventId?: string) =>
+    states.filter((s) => s.status === status && (eventId === undefined || s.fanoutEventId === eventId)).reduce((n, s) => n + s.n, 0);
+  const pendingOf = (f: (typeof fanouts)[number]): number =>
+    f.status === "running" && f.recipients !== null ? f.recipients - f.notified - f.deferred - f.skipped : 0;
+  const recipients = {
+    pending: fanouts.reduce((n, f) => n + pendingOf(f), 0),
+    notified: ledger("notified"),
+    deferred: fanouts.reduce((n, f) => n + (f.deferralsListed ? ledger("deferred", f.eventId) : Math.max(f.deferred, ledger("deferred", f.eventId))), 0),
+    digested: ledger("digested"),
+    skipped: fanouts.reduce((n, f) => n + f.skipped, 0) + ledger("skipped"),
+  };
   return {
     lostReportId: reportId,
     reportStatus: report.status,
@@ -51,7 +61,7 @@ export async function reportAlerts(client: Queryable, reportId: string): Promise
     subscribersInRange: report.subscribers,
     recipients,
     fanouts: fanouts.map((f) => {
-      const pending = states.filter((s) => s.fanoutEventId === f.eventId && s.status === "pending").reduce((n, s) => n + s.n, 0);
+      const pending = pendingOf(f);
       return {
         eventId: f.eventId,
         eventType: f.eventType,

@@ -1,0 +1,24 @@
+/** Which subscriptions cover a lost report: the SQL the fan-out, the digest and the bench share. */
+
+/**
+ * A subscription `s` covers lost report `r`: the GiST index on `area` finds
+ * the candidates, ST_DWithin keeps the exact ones; its species, if it names
+ * any, include the report's; never the reporter's own.
+ */
+export const subscriptionCoversReport = `
+  s.area && r.coarse_location::geometry and st_dwithin(s.location, r.coarse_location, s.radius_m)
+  and (s.species is null or r.species = any(s.species))
+  and s.actor_id <> r.reporter_id`;
+
+/**
+ * The lookup of subscriptions whose radius covers the report's coarse point:
+ * the GiST index on `area` finds the candidates, ST_DWithin keeps the exact
+ * ones. Per actor, the closest covering subscription; never the reporter.
+ * $1 report id. Exported for the EXPLAIN test and the bench.
+ */
+export const coveringSubscriptionsSql = `
+  select distinct on (s.actor_id) s.actor_id, s.id as subscription_id, st_distance(s.location, r.coarse_location) as distance_m
+  from safety_lost_report r
+  join alert_subscription s on ${subscriptionCoversReport}
+  where r.id = $1::uuid
+  order by s.actor_id, distance_m, s.id`;

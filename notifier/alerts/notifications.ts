@@ -1,0 +1,100 @@
+import type { Queryable } from "../../lib/db.js";
+import type { Channel } from "../../lib/notifications.js";
+import type { NotificationDraft } from "../handlers.js";
+import type { NewNotification } from "../store.js";
+
+/** The nearby_lost notification rows of the fan-out and the digest, written thousands at a time. */
+
+/**
+ * Inserts a batch's notifications in one statement, like the consumer's
+ * insertNotifications, except that in_app rows are written already `sent`:
+ * the row is the in-app message and the in-app deliverer only marks it sent,
+ * which would cost a job (an advisory lock, a read and an update) for each of
+ * thousands of recipients. Returns the new rows; the ones not in_app (email)
+ * still need a delivery job. A row that exists already (a replay) is left alone.
+ */
+export async function insertAlertNotifications(client: Queryable, batch: NewNotification[]): Promise<Array<{ id: string; channel: string }>> {
+  if (batch.length === 0) return [];
+  const { rows } = await client.query<{ id: string; channel: string }>(
+    `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
+                               status, attempts, round_attempts, sent_at)
+     select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d,
+       case when u.c = 'in_app' then 'sent' else 'pending' end,
+       case when u.c = 'in_app' then 1 else 0 end, case when u.c = 'in_app' then 1 else 0 end,
+       case when u.c = 'in_app' then now() end
+     from unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])
+       as u(r, c, e, k, t, kind, s, b, d)
+     on conflict (source_event_id, recipient_actor_id, channel) do nothing
+     returning id, channel`,
+    [
+      batch.map((n) => n.recipientActorId),
+      batch.map((n) => n.channel),
+      batch.map((n) => n.sourceEventId),
+      batch.map((n) => n.sourceKey),
+      batch.map((n) => n.eventType),
+      batch.map((n) => n.kind),
+      batch.map((n) => n.subject),
+      batch.map((n) => n.body),
+      batch.map((n) => JSON.stringify(n.data)),
+    ],
+  );
+  return rows;
+}
+
+export interface NearbyRow {
+  actorId: string;
+  subscriptionId: string;
+  /** Index into the texts: the distance rounded to the km (messages.ts textIndex). */
+  km: number;
+  channel: Channel;
+}
+
+/**
+ * A batch's nearby_lost notifications in one statement, each row's subject,
+ * body and data picked in SQL from `texts` (messages.ts nearbyLostTexts, one
+ * per km) by its rounded distance, with its subscription id added to the
+ * data: the batch sends Postgres four short columns per row instead of the
+ * texts. In-app rows are written sent, as in insertAlertNotifications; a row
+ * that exists already (a replay) is left alone. Returns the ids of the new
+ * rows that need a delivery job (the email ones).
+ */
+export async function insertNearbyNotifications(
+  client: Queryable,
+  source: { eventId: string; eventType: string },
+  texts: NotificationDraft[],
+  rows: NearbyRow[],
+): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const { rows: inserted } = await client.query<{ id: string }>(
+    `with inserted as (
+       insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
+                                 status, attempts, round_attempts, sent_at)
+       select u.r, u.c, $5::uuid, $6::text, $7::text, $8::text, ($9::text[])[u.km + 1], ($10::text[])[u.km + 1],
+         ($11::jsonb[])[u.km + 1] || jsonb_build_object('alertSubscriptionId', u.s::text),
+         case when u.c = 'in_app' then 'sent' else 'pending' end,
+         case when u.c = 'in_app' then 1 else 0 end, case when u.c = 'in_app' then 1 else 0 end,
+         case when u.c = 'in_app' then now() end
+       from unnest($1::text[], $2::text[], $3::uuid[], $4::int[]) as u(r, c, s, km)
+       on conflict (source_event_id, recipient_actor_id, channel) do nothing
+       returning id, channel
+     )
+     select id from inserted where channel <> 'in_app'`,
+    [
+      rows.map((r) => r.actorId),
+      rows.map((r) => r.channel),
+      rows.map((r) => r.subscriptionId),
+      rows.map((r) => r.km),
+      source.eventId,
+      texts[0]!.sourceKey,
+      source.eventType,
+      texts[0]!.kind,
+      texts.map((t) => t.subject),
+      texts.map((t) => t.body),
+      texts.map((t) => JSON.stringify(t.data)),
+    ],
+  );
+  return inserted.map((r) => r.id);
+}
+
+/** The new notifications that need a delivery job: all but in_app, which are written sent. */
+export const needingDelivery = (rows: Array<{ id: string; channel: string }>) => rows.filter((r) => r.channel !== "in_app").map((r) => r.id);
