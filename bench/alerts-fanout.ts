@@ -21,14 +21,15 @@
  * Last, the load item (bench/alerts-load.ts): lost reports at 10/s for 30 s
  * through the open-loop generator, at points that follow the subscribers,
  * quiet (before seeding) and with every subscription seeded; the writes'
- * latency and whether the fan-out keeps up. ALERTS_BENCH_PARTS=load runs
+ * latency and whether the fan-out keeps up, then the next morning's digest
+ * of its deferrals. ALERTS_BENCH_PARTS=load runs
  * only that (and the seeding); results go to
  * bench/results/alerts-fanout-<date>[-<time>].json.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { coveringSubscriptionsSql } from "../notifier/alerts/coverage.js";
-import { LOAD, quietWrites, seededWritesNoFanout, writesUnderFanout } from "./alerts-load.js";
+import { LOAD, morningDigest, quietWrites, seededWritesNoFanout, writesUnderFanout } from "./alerts-load.js";
 import { CITY, CLUSTERS, seed } from "./alerts-seed.js";
 import { log, machine, startBenchStack, type BenchStack } from "./stack.js";
 import { round, summarize } from "./stats.js";
@@ -161,7 +162,8 @@ async function loadItem(stack: BenchStack, quiet: Awaited<ReturnType<typeof quie
   const p95Ratio = round(underFanout.writes.p95 / quiet.p95, 2);
   log(`write p95 under fan-out / quiet: ${p95Ratio} (target ≤ 1.2)`);
   const fanoutSettings = { concurrency: process.env.NOTIFIER_FANOUT_CONCURRENCY ?? "default", duty: process.env.NOTIFIER_FANOUT_DUTY ?? "default" };
-  return { offered: LOAD, fanoutSettings, target: "write p95 ≤ 1.2 × quiet; fan-out keeps up", p95Ratio, quiet, seededNoFanout, underFanout };
+  const digest = await morningDigest(stack);
+  return { offered: LOAD, fanoutSettings, target: "write p95 ≤ 1.2 × quiet; fan-out keeps up", p95Ratio, quiet, seededNoFanout, underFanout, digest };
 }
 
 async function main() {

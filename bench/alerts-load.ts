@@ -2,6 +2,7 @@ import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ALERTS_FANOUT_TASK } from "../lib/alerts.js";
 import { NOTIFICATION_DELIVER_TASK } from "../lib/notifications.js";
+import { runDigest } from "../notifier/alerts/digest.js";
 import { subscriberLikePoints, type LatLon } from "./alerts-seed.js";
 import { postgresBackends, withCpu } from "./cpu.js";
 import { load, runId, type LoadResult } from "./load.js";
@@ -140,4 +141,20 @@ export async function writesUnderFanout(stack: BenchStack, database: string, dra
   const recipientsPerSecond = drainSeconds === null ? null : round(recipients / (LOAD.seconds + drainSeconds), 0);
   log(`fan-out: ${recipients} recipients, ${recipientsPerSecond} a second until drained`);
   return { writes, cpuDuringLoad: cpu, backlogAtEnd: atEnd, drainSeconds, recipientsPerSecond, reports, series, loadAverageAfterDrain: loadAverage() };
+}
+
+/**
+ * The next morning's digest of the load's deferrals, as the notifier's cron
+ * runs it (notifier/alerts/digest.ts): it first writes the deferred ledger
+ * rows the fan-outs left out, then one digest per subscriber. Its time, and
+ * the ledger after it.
+ */
+export async function morningDigest(stack: BenchStack) {
+  const { rows } = await stack.pool.query<{ day: string }>(`select to_char((now() at time zone 'utc')::date + 1, 'YYYY-MM-DD') as day`);
+  const started = performance.now();
+  const digest = await runDigest(stack.pool, rows[0]!.day);
+  const seconds = round((performance.now() - started) / 1000, 1);
+  const { rows: ledger } = await stack.pool.query<{ status: string; n: number }>(`select status, count(*)::int as n from alert_ledger group by 1 order by 1`);
+  log(`next morning's digest: ${JSON.stringify(digest)} in ${seconds} s; ledger after it: ${JSON.stringify(ledger)}`);
+  return { seconds, ...digest, ledger };
 }
