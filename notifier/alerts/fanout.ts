@@ -18,7 +18,9 @@ import * as store from "./store.js";
  *            out those already at the day's cap → job batch 1
  *   batch n: decide batch n's subscribers (notify with a ledger row, or
  *            defer past the daily cap with none), write their
- *            notifications and delivery jobs → job batch n+1
+ *            notifications and delivery jobs → job for the next batch
+ *            (a batch mostly past the cap defers the capped subscribers of
+ *            the later batches at once, dropping the batches left empty)
  *
  * A subscriber deferred has no row until the morning digest finds the
  * report through their subscription (digest.ts). Each batch is one
@@ -112,11 +114,20 @@ export async function runFanoutBatch(
       if (claimed.pending > 0) await store.queueFanoutBatch(client, fanout, 1);
       return { outcome: "collected", recipients: claimed.pending + claimed.deferred, deferred: claimed.deferred };
     }
-    const { notified, deferred, skipped, last } = await store.decideBatch(client, fanout, batch, dailyCap);
-    await notify(client, fanout, notified);
-    await store.recordBatch(client, fanoutId, { notified: notified.length, deferred, skipped, done: last });
-    if (!last) await store.queueFanoutBatch(client, fanout, batch + 1);
-    return { outcome: "batch", notified: notified.length, deferred, skipped, done: last };
+    const decided = await store.decideBatch(client, fanout, batch, dailyCap);
+    await notify(client, fanout, decided.notified);
+    let { deferred, next } = decided;
+    // Mostly past the cap: other fan-outs in the area reached it since this one was collected (a burst
+    // of reports in a city). The capped subscribers of its later batches are deferred now, in one statement.
+    if (next !== null && deferred * 2 >= decided.notified.length + deferred + decided.skipped) {
+      const swept = await store.deferCappedLater(client, fanout, batch, dailyCap);
+      deferred += swept.deferred;
+      next = swept.next;
+    }
+    const outcome = { notified: decided.notified.length, deferred, skipped: decided.skipped };
+    await store.recordBatch(client, fanoutId, { ...outcome, next });
+    if (next !== null) await store.queueFanoutBatch(client, fanout, next);
+    return { outcome: "batch", ...outcome, done: next === null };
   });
 }
 

@@ -209,8 +209,8 @@ export interface Decided {
   deferred: number;
   /** Subscription gone, subscriber suspended, or the report already decided for them by another of its fan-outs. */
   skipped: number;
-  /** No batch after this one. */
-  last: boolean;
+  /** The fan-out's next batch still stored; null when this was its last. */
+  next: number | null;
 }
 
 /**
@@ -258,9 +258,53 @@ export async function decideBatch(client: Queryable, { reportId, eventId }: Fano
        (count(*) filter (where live) - (select count(*) from quota))::int as deferred,
        -- Live ones whose ledger row another fan-out of the report wrote first are skipped too.
        (count(*) filter (where not live) + (select count(*) from quota) - (select count(*) from notified))::int as skipped,
-       not exists (select 1 from alert_fanout_batch where fanout_event_id = $2::uuid and batch > $3::int) as last
+       (select min(batch) from alert_fanout_batch where fanout_event_id = $2::uuid and batch > $3::int) as next
      from recipients`,
     [reportId, eventId, batch, dailyCap],
+  );
+  return rows[0]!;
+}
+
+/**
+ * Defers, in one statement, every subscriber of the fan-out's batches after
+ * `batch` whose count for the UTC day has reached the cap, as their batches
+ * would (writing nothing for them; the count only grows within a day, so no
+ * lock is needed): a batch left with none is dropped, the others keep the
+ * rest. After a burst of reports in a city most of its subscribers are
+ * capped by the time the later fan-outs' batches run, and each of those
+ * batches was a job and a statement (about 45 ms) that deferred all 1,000.
+ * Returns how many it deferred and the next batch left.
+ */
+export async function deferCappedLater(
+  client: Queryable,
+  { eventId }: FanoutRef,
+  batch: number,
+  dailyCap: number,
+): Promise<{ deferred: number; next: number | null }> {
+  const { rows } = await client.query<{ deferred: number; next: number | null }>(
+    `with later as (
+       select b.batch, u.actor_id, u.subscription_id, u.distance_m, u.ord,
+         exists (select 1 from alert_daily_quota q where q.actor_id = u.actor_id and q.day = ${utcToday} and q.sent >= $3::int) as capped
+       from alert_fanout_batch b,
+         unnest(b.actor_ids, b.subscription_ids, b.distances_m) with ordinality as u(actor_id, subscription_id, distance_m, ord)
+       where b.fanout_event_id = $1::uuid and b.batch > $2::int
+     ),
+     kept as (
+       select batch, array_agg(actor_id order by ord) as actor_ids, array_agg(subscription_id order by ord) as subscription_ids,
+         array_agg(distance_m order by ord) as distances_m, count(*) as n
+       from later where not capped group by batch
+     ),
+     dropped as (
+       delete from alert_fanout_batch b
+       where b.fanout_event_id = $1::uuid and b.batch > $2::int and b.batch not in (select batch from kept)
+     ),
+     trimmed as (
+       update alert_fanout_batch b set actor_ids = k.actor_ids, subscription_ids = k.subscription_ids, distances_m = k.distances_m
+       from kept k
+       where b.fanout_event_id = $1::uuid and b.batch = k.batch and k.n < cardinality(b.actor_ids)
+     )
+     select (select count(*) from later where capped)::int as deferred, (select min(batch) from kept) as next`,
+    [eventId, batch, dailyCap],
   );
   return rows[0]!;
 }
@@ -269,18 +313,19 @@ export interface BatchOutcome {
   notified: number;
   deferred: number;
   skipped: number;
-  done: boolean;
+  /** The next batch to run; null when the fan-out is done. */
+  next: number | null;
 }
 
 export async function recordBatch(client: Queryable, eventId: string, outcome: BatchOutcome): Promise<void> {
   await client.query(
     `update alert_fanout
-     set next_batch = next_batch + 1, batches_done = batches_done + 1,
+     set next_batch = coalesce($5::int, next_batch + 1), batches_done = batches_done + 1,
        notified = notified + $2::int, deferred = deferred + $3::int, skipped = skipped + $4::int, updated_at = now(),
-       status = case when $5::boolean then 'done' else status end,
-       finished_at = case when $5::boolean then now() end
+       status = case when $5::int is null then 'done' else status end,
+       finished_at = case when $5::int is null then now() end
      where event_id = $1::uuid`,
-    [eventId, outcome.notified, outcome.deferred, outcome.skipped, outcome.done],
+    [eventId, outcome.notified, outcome.deferred, outcome.skipped, outcome.next],
   );
 }
 

@@ -336,7 +336,7 @@ describe("a report deferred past the cap", () => {
 });
 
 describe("a fan-out whose area reached the cap after it was collected", () => {
-  it("defers its capped subscribers in their batches, writing nothing for them, and the next morning's digest lists the report", async () => {
+  it("defers its capped subscribers at once when a batch is mostly past the cap, writing nothing for them; the next morning's digest lists the report", async () => {
     const capOne = { ...small, dailyCap: 1 };
     const { reportId, subscribers, at } = await reportWithSubscribers(7, offset(CITY, -60));
     const late = await startTestFanout(h.db.pool, reportId);
@@ -347,13 +347,13 @@ describe("a fan-out whose area reached the cap after it was collected", () => {
     for (let b = 0; b <= 2; b++) await runFanoutBatch(h.db.pool, first, b, capOne);
     expect(await nearbyRecipients(h.db.pool, other)).toHaveLength(6);
 
-    // Batch 1 notifies the one not capped and defers two; the batches after it defer the rest.
-    expect(await runFanoutBatch(h.db.pool, late, 1, capOne)).toEqual({ outcome: "batch", notified: 1, deferred: 2, skipped: 0, done: false });
-    expect(await runFanoutBatch(h.db.pool, late, 2, capOne)).toEqual({ outcome: "batch", notified: 0, deferred: 3, skipped: 0, done: false });
-    expect(await runFanoutBatch(h.db.pool, late, 3, capOne)).toEqual({ outcome: "batch", notified: 0, deferred: 1, skipped: 0, done: true });
+    // Batch 1 decides 3 (one notified, two deferred), then defers the four capped ones of batches 2 and 3 at once.
+    expect(await batchSizes(h.db.pool, late)).toEqual([3, 3, 1]);
+    expect(await runFanoutBatch(h.db.pool, late, 1, capOne)).toEqual({ outcome: "batch", notified: 1, deferred: 6, skipped: 0, done: true });
+    expect(await batchSizes(h.db.pool, late)).toEqual([]);
     expect(await nearbyRecipients(h.db.pool, reportId)).toEqual([subscribers[1]]);
     expect(await ledger(reportId)).toEqual([{ status: "notified", n: 1 }]);
-    expect(await fanoutRow(h.db.pool, late)).toMatchObject({ status: "done", notified: 1, deferred: 6, batches_done: 3 });
+    expect(await fanoutRow(h.db.pool, late)).toMatchObject({ status: "done", notified: 1, deferred: 6, batches_done: 1 });
 
     // The next morning (with the cap the fan-out had), each of the six gets one digest listing the report.
     await runDigest(h.db.pool, dayAfter(await utcToday(h.db.pool)), 1);
@@ -367,6 +367,30 @@ describe("a fan-out whose area reached the cap after it was collected", () => {
       { status: "digested", n: 6 },
       { status: "notified", n: 1 },
     ]);
+  });
+});
+
+describe("deferring the later batches at once", () => {
+  it("drops a batch left with nobody, keeps the uncapped rest of another, and goes on with the next batch left", async () => {
+    const capOne = { ...small, dailyCap: 1 };
+    const { reportId, subscribers } = await reportWithSubscribers(10, offset(CITY, -100));
+    const fanout = await startTestFanout(h.db.pool, reportId);
+    await runFanoutBatch(h.db.pool, fanout, 0, capOne);
+    expect(await batchSizes(h.db.pool, fanout)).toEqual([3, 3, 3, 1]);
+    // The first eight reached the day's cap (1 here) elsewhere since.
+    await h.db.pool.query(
+      `insert into alert_daily_quota (actor_id, day, sent) select unnest($1::text[]), (now() at time zone 'utc')::date, 1`,
+      [subscribers.slice(0, 8)],
+    );
+    // Batch 1 defers all three of its own, then five more: batch 2 is dropped, batch 3 keeps its ninth subscriber.
+    expect(await runFanoutBatch(h.db.pool, fanout, 1, capOne)).toEqual({ outcome: "batch", notified: 0, deferred: 8, skipped: 0, done: false });
+    expect(await batchSizes(h.db.pool, fanout)).toEqual([1, 1]);
+    expect(await fanoutRow(h.db.pool, fanout)).toMatchObject({ next_batch: 3, deferred: 8 });
+    expect(await runFanoutBatch(h.db.pool, fanout, 2, capOne)).toEqual({ outcome: "stale" });
+    expect(await runFanoutBatch(h.db.pool, fanout, 3, capOne)).toMatchObject({ notified: 1, done: false });
+    expect(await runFanoutBatch(h.db.pool, fanout, 4, capOne)).toMatchObject({ notified: 1, done: true });
+    expect(await nearbyRecipients(h.db.pool, reportId)).toEqual(subscribers.slice(8));
+    expect(await fanoutRow(h.db.pool, fanout)).toMatchObject({ status: "done", recipients: 10, notified: 2, deferred: 8, batches_done: 3 });
   });
 });
 
