@@ -4,7 +4,7 @@ import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { enqueueDeliveries } from "../../lib/notifications.js";
 import { channelsFor, emailPreferences, type NewNotification } from "../store.js";
-import { subscriptionCoversReport } from "./coverage.js";
+import { closestCoveringSubscriptions } from "./coverage.js";
 import { digestDraft, digestSourceId, type AlertReport } from "./messages.js";
 import { insertAlertNotifications, needingDelivery } from "./notifications.js";
 
@@ -71,21 +71,15 @@ async function recordDeferrals(client: Queryable, eventId: string, today: string
      ),
      deferred as (
        insert into alert_ledger (report_id, actor_id, fanout_event_id, subscription_id, distance_m, status, day, decided_at)
-       select r.id, c.actor_id, f.event_id, c.subscription_id, c.distance_m, 'deferred', capped.day, now()
+       select f.report_id, c.actor_id, f.event_id, c.subscription_id, c.distance_m, 'deferred', capped.day, now()
        from fanout f
-       join safety_lost_report r on r.id = f.report_id
-       cross join lateral (
-         select distinct on (s.actor_id) s.actor_id, s.id as subscription_id, st_distance(s.location, r.coarse_location) as distance_m
-         from alert_subscription s
-         where ${subscriptionCoversReport} and s.created_at <= f.created_at
-         order by s.actor_id, distance_m, s.id
-       ) c
+       cross join lateral (${closestCoveringSubscriptions("f.report_id", "s.created_at <= f.created_at")}) c
        cross join lateral (
          select q.day from alert_daily_quota q
          where q.actor_id = c.actor_id and q.day between f.first_day and f.last_day and q.sent >= $3::int
          order by q.day limit 1
        ) capped
-       where not exists (select 1 from alert_ledger l where l.report_id = r.id and l.actor_id = c.actor_id)
+       where not exists (select 1 from alert_ledger l where l.report_id = f.report_id and l.actor_id = c.actor_id)
        on conflict (report_id, actor_id) do nothing
        returning 1
      ),

@@ -162,6 +162,10 @@ export interface Claimed {
 /** Today's UTC date in SQL: the day a decision counts against the cap. */
 const utcToday = `(now() at time zone 'utc')::date`;
 
+/** SQL: `actor`'s count for today has reached the cap (`cap`, an SQL parameter). */
+const cappedToday = (actor: string, cap: string) =>
+  `exists (select 1 from alert_daily_quota q where q.actor_id = ${actor} and q.day = ${utcToday} and q.sent >= ${cap})`;
+
 /**
  * Batch 0: finds every subscriber in range and stores those left to decide
  * as the fan-out's batches, one row of arrays per `batchSize` of them in
@@ -181,7 +185,7 @@ export async function collectRecipients(client: Queryable, { reportId, eventId }
   const { rows } = await client.query<Claimed>(
     `with recipients as (
        select c.actor_id, c.subscription_id, c.distance_m,
-         exists (select 1 from alert_daily_quota q where q.actor_id = c.actor_id and q.day = ${utcToday} and q.sent >= $3::int) as capped
+         ${cappedToday("c.actor_id", "$3::int")} as capped
        from (${coveringSubscriptionsSql}) c
        -- A hashed subplan: one range scan of the report's rows (none for a new report), where "not exists" probed once per recipient.
        where c.actor_id not in (select l.actor_id from alert_ledger l where l.report_id = $1::uuid)
@@ -235,7 +239,7 @@ export async function decideBatch(client: Queryable, { reportId, eventId }: Fano
        select u.actor_id, u.subscription_id, u.distance_m,
          exists (select 1 from alert_subscription s where s.id = u.subscription_id) and not ${actorSuspendedSql("u.actor_id")}
            and not exists (select 1 from alert_ledger l where l.report_id = $1::uuid and l.actor_id = u.actor_id) as live,
-         exists (select 1 from alert_daily_quota q where q.actor_id = u.actor_id and q.day = ${utcToday} and q.sent >= $4::int) as capped
+         ${cappedToday("u.actor_id", "$4::int")} as capped
        from taken t, unnest(t.actor_ids, t.subscription_ids, t.distances_m) as u(actor_id, subscription_id, distance_m)
      ),
      quota as (
@@ -284,7 +288,7 @@ export async function deferCappedLater(
   const { rows } = await client.query<{ deferred: number; next: number | null }>(
     `with later as (
        select b.batch, u.actor_id, u.subscription_id, u.distance_m, u.ord,
-         exists (select 1 from alert_daily_quota q where q.actor_id = u.actor_id and q.day = ${utcToday} and q.sent >= $3::int) as capped
+         ${cappedToday("u.actor_id", "$3::int")} as capped
        from alert_fanout_batch b,
          unnest(b.actor_ids, b.subscription_ids, b.distances_m) with ordinality as u(actor_id, subscription_id, distance_m, ord)
        where b.fanout_event_id = $1::uuid and b.batch > $2::int
