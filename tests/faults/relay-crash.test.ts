@@ -69,9 +69,10 @@ describe(`fault: the relay is killed with SIGKILL mid-drain of ${ROWS} rows and 
 
       const second = await h.stack.start("relay");
       await eventually(async () => ((await published()) === ROWS ? true : undefined), 60_000);
-      const republishedIds = second.lines
-        .filter((l) => l.msg === "relay: events published")
-        .flatMap((l) => l.eventIds as string[]);
+      // The relay logs a batch after its commit: the last batch's line may still be on its way.
+      const loggedIds = () => second.lines.filter((l) => l.msg === "relay: events published").flatMap((l) => l.eventIds as string[]);
+      await eventually(async () => (loggedIds().length >= unmarked.size ? true : undefined), 10_000, 20).catch(() => undefined);
+      const republishedIds = loggedIds();
       const duplicatesDropped = republishedIds.filter((id) => onStreamAtKill.has(id)).length;
       const info = await jsm.streams.info(TEST_STREAM);
       const messages = await readStream(nc, TEST_STREAM);

@@ -15,27 +15,30 @@ export type ProcessName = "api" | "relay" | "notifier";
 export class ServiceProcess {
   readonly lines: Record<string, unknown>[] = [];
   readonly exited: Promise<number | null>;
-  private output = "";
 
   private constructor(
     readonly name: ProcessName,
     readonly child: ChildProcess,
   ) {
-    const collect = (chunk: Buffer) => {
-      this.output += chunk.toString();
-      let newline: number;
-      while ((newline = this.output.indexOf("\n")) >= 0) {
-        const line = this.output.slice(0, newline);
-        this.output = this.output.slice(newline + 1);
-        try {
-          this.lines.push(JSON.parse(line));
-        } catch {
-          this.lines.push({ msg: line });
+    // A buffer per stream: a stderr chunk arriving in the middle of a stdout line must not split it.
+    const collector = () => {
+      let output = "";
+      return (chunk: Buffer) => {
+        output += chunk.toString();
+        let newline: number;
+        while ((newline = output.indexOf("\n")) >= 0) {
+          const line = output.slice(0, newline);
+          output = output.slice(newline + 1);
+          try {
+            this.lines.push(JSON.parse(line));
+          } catch {
+            this.lines.push({ msg: line });
+          }
         }
-      }
+      };
     };
-    child.stdout!.on("data", collect);
-    child.stderr!.on("data", collect);
+    child.stdout!.on("data", collector());
+    child.stderr!.on("data", collector());
     this.exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
   }
 
