@@ -18,8 +18,8 @@ interface Variant {
   name: string;
   what: string;
   options?: BenchStackOptions;
-  /** Stop the relay and the notifier before the load: do they compete with the API for the cores? */
-  apiAlone?: boolean;
+  /** Processes stopped before the load: do they compete with the API for the cores? */
+  stopped?: Array<"relay" | "notifier">;
 }
 
 const variants: Variant[] = [
@@ -28,7 +28,8 @@ const variants: Variant[] = [
   { name: "pool-5", what: "DATABASE_POOL_SIZE 5", options: { apiEnv: { DATABASE_POOL_SIZE: "5" } } },
   { name: "pool-10", what: "DATABASE_POOL_SIZE 10 (the setting's default)", options: { apiEnv: { DATABASE_POOL_SIZE: "10" } } },
   { name: "pool-40", what: "DATABASE_POOL_SIZE 40", options: { apiEnv: { DATABASE_POOL_SIZE: "40" } } },
-  { name: "api-alone", what: "relay and notifier stopped during the load", apiAlone: true },
+  { name: "api-alone", what: "relay and notifier stopped during the load", stopped: ["relay", "notifier"] },
+  { name: "no-notifier", what: "the notifier stopped during the load: the relay publishes, nothing consumes", stopped: ["notifier"] },
   { name: "equal-priority", what: "relay and notifier at the API's priority (nice 0), as before session 17", options: { relayNice: 0, notifierNice: 0 } },
   { name: "notifier-nice", what: "only the notifier at nice 10, the relay at the API's priority", options: { relayNice: 0 } },
   { name: "two-apis", what: "two API processes behind round-robin", options: { apiInstances: 2 } },
@@ -53,10 +54,8 @@ const rawBefore = await rawTps();
 for (const variant of variants.filter((v) => !picked || picked.includes(v.name))) {
   log(`variant ${variant.name}: ${variant.what}`);
   const stack = await startBenchStack("ass_bench_wp", variant.options);
-  if (variant.apiAlone) {
-    await stack.stopRelay();
-    await stack.stopNotifier();
-  }
+  if (variant.stopped?.includes("relay")) await stack.stopRelay();
+  if (variant.stopped?.includes("notifier")) await stack.stopNotifier();
   const quiet = await load({ baseUrls: stack.baseUrls, baseUrl: stack.baseUrl, rate: 15, durationSec: 20, kind: "create", connections: 16 });
   const capacity: Array<{ rate: number; p95: number; errors: number }> = [];
   let held = 0;

@@ -17,6 +17,7 @@ import { InvalidEventError } from "../lib/events.js";
 import { draftNotifications, handledSubjects, type HandlerRegistry, type NotificationDraft } from "./handlers.js";
 import { enqueueDeliveries } from "../lib/notifications.js";
 import { withoutUncoveredFanouts } from "./alerts/fanout.js";
+import { withoutIdleMatches } from "./matching/matcher.js";
 import { reactionJobs, type QueuedJob, type ReactionRegistry } from "./reactions.js";
 import { channelsFor, emailPreferences, insertNotifications, queueJobs } from "./store.js";
 
@@ -149,7 +150,8 @@ export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise
       ),
     );
     await enqueueDeliveries(client, inserted.map((n) => n.id));
-    await queueJobs(client, await withoutUncoveredFanouts(client, handled.flatMap((h) => h.jobs)));
+    const jobs = await withoutIdleMatches(client, await withoutUncoveredFanouts(client, handled.flatMap((h) => h.jobs)));
+    await queueJobs(client, jobs);
     return new Set(inserted.map((n) => n.sourceEventId));
   });
 }

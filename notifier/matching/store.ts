@@ -76,45 +76,109 @@ const toSide = (kind: MatchSubjectRef["kind"], row: SideRow): MatchSide => ({
 
 export async function loadSide(client: Queryable, ref: MatchSubjectRef): Promise<MatchSide | null> {
   const { table, at } = tables[ref.kind];
-  const { rows } = await client.query<SideRow>(`select ${sideColumns(ref.kind, at)} from ${table} r where r.id = $1::uuid`, [ref.id]);
+  const { rows } = await client.query<SideRow>({
+    name: `match-load-${ref.kind}`,
+    text: `select ${sideColumns(ref.kind, at)} from ${table} r where r.id = $1::uuid`,
+    values: [ref.id],
+  });
   const row = rows[0];
   // An unlinked sighting without an animal description does not take part.
   if (!row || row.species === null) return null;
   return toSide(ref.kind, row);
 }
 
+/** The candidate window's limits, in metres and seconds. */
+export interface CandidateWindow {
+  radiusM: number;
+  lostAfterMs: number;
+  lostBeforeMs: number;
+}
+
+/** A subject of the window as SQL expressions: a query's parameters, or a joined row's columns. */
+interface SubjectSql {
+  species: string;
+  /** The subject's coarse point, as geography. */
+  origin: string;
+  at: string;
+  radiusM: string;
+  lostAfterS: string;
+  lostBeforeS: string;
+}
+
 /**
- * The candidates of a side, found through each table's partial GiST index on
- * the coarse point (open reports, unlinked described sightings): the same
- * species within radius, in the contract's time window (the lost report last
- * seen at most 2 h after the other's time and at most 60 days before it),
- * open and not moderated.
+ * The contract's candidate window over a row `r` of `kind`, through each
+ * table's partial GiST index on (species, coarse point, time): the same
+ * species within radius, open (or, for a sighting, unlinked), and the lost
+ * report last seen at most 2 h after the other's time and at most 60 days
+ * before it. One definition for the matcher's candidates and the consumer's
+ * test of whether a lost report has any (lostReportsWithMatchWork).
  */
-export async function findCandidates(
-  client: Queryable,
-  side: MatchSide,
-  window: { radiusM: number; lostAfterMs: number; lostBeforeMs: number },
-): Promise<MatchSide[]> {
-  const origin = `st_setsrid(st_makepoint($2::double precision, $3::double precision), 4326)::geography`;
-  const values = [side.species, side.point.lon, side.point.lat, side.at, window.radiusM, window.lostAfterMs / 1000, window.lostBeforeMs / 1000];
-  const nearby = (kind: MatchSubjectRef["kind"], extra: string, timeWindow: string) => {
-    const { table, at } = tables[kind];
-    return `select ${sideColumns(kind, at)}, '${kind}' as kind from ${table} r
-      where r.species = $1::text and ${extra}
-        and st_dwithin(r.coarse_location, ${origin}, $5::double precision, false)
-        and ${timeWindow}`;
+const candidateFilter = (kind: MatchSubjectRef["kind"], s: SubjectSql) => {
+  const { at } = tables[kind];
+  const open = kind === "sighting" ? "r.lost_report_id is null" : "r.status = 'open'";
+  // Relative to the lost report's lastSeenAt (L) and the other's time (O): O - 60 d <= L <= O + 2 h.
+  const window =
+    kind === "lost"
+      ? `r.last_seen_at between ${s.at} - make_interval(secs => ${s.lostBeforeS}) and ${s.at} + make_interval(secs => ${s.lostAfterS})`
+      : `r.${at} between ${s.at} - make_interval(secs => ${s.lostAfterS}) and ${s.at} + make_interval(secs => ${s.lostBeforeS})`;
+  return `r.species = ${s.species} and ${open}
+        and st_dwithin(r.coarse_location, ${s.origin}, ${s.radiusM}, false)
+        and ${window}`;
+};
+
+/**
+ * The candidates of a side in the window (candidateFilter), not moderated.
+ * A named statement per kind: planned once per connection, where planning
+ * the union took about as long as running it (bench/README.md, session 19).
+ */
+export async function findCandidates(client: Queryable, side: MatchSide, window: CandidateWindow): Promise<MatchSide[]> {
+  const subject: SubjectSql = {
+    species: "$1::text",
+    origin: "st_setsrid(st_makepoint($2::double precision, $3::double precision), 4326)::geography",
+    at: "$4::timestamptz",
+    radiusM: "$5::double precision",
+    lostAfterS: "$6::double precision",
+    lostBeforeS: "$7::double precision",
   };
-  // Times in the window are relative to the lost report's lastSeenAt (L) and the other's time (O): O - 60 d <= L <= O + 2 h.
-  const lostWindow = `r.last_seen_at between $4::timestamptz - make_interval(secs => $7::double precision) and $4::timestamptz + make_interval(secs => $6::double precision)`;
-  const otherWindow = (at: string) =>
-    `r.${at} between $4::timestamptz - make_interval(secs => $6::double precision) and $4::timestamptz + make_interval(secs => $7::double precision)`;
+  const values = [side.species, side.point.lon, side.point.lat, side.at, window.radiusM, window.lostAfterMs / 1000, window.lostBeforeMs / 1000];
+  const nearby = (kind: MatchSubjectRef["kind"]) =>
+    `select ${sideColumns(kind, tables[kind].at)}, '${kind}' as kind from ${tables[kind].table} r
+      where ${candidateFilter(kind, subject)}`;
   const sql =
     side.ref.kind === "lost"
-      ? `select * from (${nearby("found", "r.status = 'open'", otherWindow("found_at"))}
-          union all ${nearby("sighting", "r.lost_report_id is null", otherWindow("seen_at"))}) c where c.eligible`
-      : `select * from (${nearby("lost", "r.status = 'open'", lostWindow)}) c where c.eligible`;
-  const { rows } = await client.query<SideRow & { kind: MatchSubjectRef["kind"] }>(sql, values);
+      ? `select * from (${nearby("found")} union all ${nearby("sighting")}) c where c.eligible`
+      : `select * from (${nearby("lost")}) c where c.eligible`;
+  const { rows } = await client.query<SideRow & { kind: MatchSubjectRef["kind"] }>({ name: `match-candidates-${side.ref.kind}`, text: sql, values });
   return rows.map((row) => toSide(row.kind, row));
+}
+
+/**
+ * Of these lost reports, the ones a matching job could act on: with a found
+ * report or unlinked sighting in the candidate window, or with a suggestion
+ * to rescore or withdraw. For any other, the job would find no candidate and
+ * nothing to withdraw. Moderation is left to the job: this may keep more
+ * than the job will match, never fewer.
+ */
+export async function lostReportsWithMatchWork(client: Queryable, ids: string[], window: CandidateWindow): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const subject: SubjectSql = {
+    species: "l.species",
+    origin: "l.coarse_location",
+    at: "l.last_seen_at",
+    radiusM: "$2::double precision",
+    lostAfterS: "$3::double precision",
+    lostBeforeS: "$4::double precision",
+  };
+  const { rows } = await client.query<{ id: string }>({
+    name: "match-lost-with-work",
+    text: `select l.id from safety_lost_report l
+     where l.id = any($1::uuid[])
+       and (exists (select from safety_match m where m.lost_report_id = l.id)
+         or exists (select from safety_found_report r where ${candidateFilter("found", subject)})
+         or exists (select from safety_sighting r where ${candidateFilter("sighting", subject)}))`,
+    values: [ids, window.radiusM, window.lostAfterMs / 1000, window.lostBeforeMs / 1000],
+  });
+  return new Set(rows.map((row) => row.id));
 }
 
 export interface ScoredPair {
@@ -159,13 +223,14 @@ export async function upsertSuggestions(client: Queryable, pairs: ScoredPair[]):
 export async function withdrawSuggestions(client: Queryable, ref: MatchSubjectRef, keep: ScoredPair[]): Promise<number> {
   const column = ref.kind === "lost" ? "lost_report_id" : "target_id";
   const kindFilter = ref.kind === "lost" ? "" : `and kind = '${ref.kind === "found" ? "found_report" : "sighting"}'`;
-  const { rowCount } = await client.query(
-    `delete from safety_match
+  const { rowCount } = await client.query({
+    name: `match-withdraw-${ref.kind}`,
+    text: `delete from safety_match
      where ${column} = $1::uuid ${kindFilter} and status = 'suggested'
        and not (coalesce(id in (select m.id from safety_match m
          join unnest($2::uuid[], $3::uuid[]) as k(lost_report_id, target_id)
            on m.lost_report_id = k.lost_report_id and m.target_id = k.target_id), false))`,
-    [ref.id, keep.map((p) => p.lostReportId), keep.map((p) => p.targetId)],
-  );
+    values: [ref.id, keep.map((p) => p.lostReportId), keep.map((p) => p.targetId)],
+  });
   return rowCount ?? 0;
 }

@@ -110,6 +110,17 @@ describe("a found report near a lost report of the same species becomes a sugges
     expect(finderNotes[0].subject).toMatch(/may have an owner/);
   });
 
+  it("suggests a found report filed after the lost report's event was handled with nothing near it", async () => {
+    const owner = freshActor("owner-late");
+    const home = place();
+    const lostId = await lost(owner, home);
+    // The notifier has handled the lost report's event (no subscriber near: its fan-out is recorded done), and queued no matching.
+    await eventually(async () => (await h.db.pool.query(`select 1 from alert_fanout where report_id = $1`, [lostId])).rows[0]);
+    const foundId = await found(freshActor("finder-late"), near(home, 1.5));
+    const [m] = await suggested("lost", lostId, owner);
+    expect(m).toMatchObject({ kind: "found_report", targetId: foundId, status: "suggested" });
+  });
+
   it("shows the finder only the lost report's public fields: coarse point, no reporter, no contact, no verification detail", async () => {
     const owner = freshActor("owner-private");
     const finder = freshActor("finder-private");
