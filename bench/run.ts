@@ -66,7 +66,8 @@ const { baseUrl, pool, natsUrl } = stack;
 const count = async (sql: string, values: unknown[] = []) => Number((await pool.query(sql, values)).rows[0].n);
 const backlogLeft = async () =>
   (await pool.query(`select exists (select 1 from outbox_event where published_at is null) as left`)).rows[0].left as boolean;
-const nc = await connect({ servers: natsUrl });
+// The services' own client setting (lib/bus.ts): the raw publish baselines get the same cheap requests as the relay.
+const nc = await connect({ servers: natsUrl, noAsyncTraces: true });
 const jsm = await jetstreamManager(nc);
 const js = jetstream(nc);
 

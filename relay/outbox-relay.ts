@@ -72,30 +72,35 @@ export class OutboxRelay {
   private async loop(): Promise<void> {
     do {
       this.again = false;
-      // One lane first; only a full batch (a backlog) brings in the other lanes.
-      if (await this.drainLane()) {
+      // One batch first; only a full one (a backlog) brings in the other lanes.
+      if (await this.nextBatch()) {
         await Promise.all(Array.from({ length: this.lanes }, () => this.drainLane()));
       }
     } while (this.again && !this.stopped);
   }
 
-  /** Publishes batches until one comes back short or fails; true when the last batch was full. */
-  private async drainLane(): Promise<boolean> {
-    let full = false;
-    while (!this.stopped && Date.now() >= this.pausedUntil) {
-      const startedAt = Date.now();
-      const result = await this.publishBatch();
-      if (result.failed > 0) {
-        // The pause counts from the attempt's start: a publish held until its
-        // ack timeout (the bus is down) must not add that wait to the spacing,
-        // so attempts stay about retryIntervalMs apart.
-        this.pausedUntil = startedAt + this.options.retryIntervalMs;
-        return false;
-      }
-      full = result.claimed === this.batchSize;
-      if (!full) break;
+  /** Publishes batches until one comes back short or fails. */
+  private async drainLane(): Promise<void> {
+    while (await this.nextBatch());
+  }
+
+  /**
+   * Publishes one batch; true when it came back full, so more may be waiting.
+   * Until session 19 the first lane looped on full batches itself and so
+   * drained every backlog alone: the other lanes never started.
+   */
+  private async nextBatch(): Promise<boolean> {
+    if (this.stopped || Date.now() < this.pausedUntil) return false;
+    const startedAt = Date.now();
+    const result = await this.publishBatch();
+    if (result.failed > 0) {
+      // The pause counts from the attempt's start: a publish held until its
+      // ack timeout (the bus is down) must not add that wait to the spacing,
+      // so attempts stay about retryIntervalMs apart.
+      this.pausedUntil = startedAt + this.options.retryIntervalMs;
+      return false;
     }
-    return full;
+    return result.claimed === this.batchSize;
   }
 
   /**
