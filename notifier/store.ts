@@ -35,6 +35,22 @@ export interface NewNotification extends NotificationDraft {
   channel: Channel;
 }
 
+/** A batch of notifications as nine column arrays, the parameters $1–$9 of notificationsUnnest. */
+export const notificationArrays = (batch: NewNotification[]): unknown[] => [
+  batch.map((n) => n.recipientActorId),
+  batch.map((n) => n.channel),
+  batch.map((n) => n.sourceEventId),
+  batch.map((n) => n.sourceKey),
+  batch.map((n) => n.eventType),
+  batch.map((n) => n.kind),
+  batch.map((n) => n.subject),
+  batch.map((n) => n.body),
+  batch.map((n) => JSON.stringify(n.data)),
+];
+
+/** The rows of notificationArrays: recipient, channel, source event, source key, event type, kind, subject, body, data. */
+export const notificationsUnnest = `unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])`;
+
 /**
  * Inserts the notifications that do not exist yet, in one statement; the
  * unique (source event, recipient, channel) leaves out the ones a redelivery
@@ -47,20 +63,10 @@ export async function insertNotifications(
   if (batch.length === 0) return [];
   const { rows } = await client.query<{ id: string; sourceEventId: string }>(
     `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data)
-     select * from unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])
+     select * from ${notificationsUnnest}
      on conflict (source_event_id, recipient_actor_id, channel) do nothing
      returning id, source_event_id as "sourceEventId"`,
-    [
-      batch.map((n) => n.recipientActorId),
-      batch.map((n) => n.channel),
-      batch.map((n) => n.sourceEventId),
-      batch.map((n) => n.sourceKey),
-      batch.map((n) => n.eventType),
-      batch.map((n) => n.kind),
-      batch.map((n) => n.subject),
-      batch.map((n) => n.body),
-      batch.map((n) => JSON.stringify(n.data)),
-    ],
+    notificationArrays(batch),
   );
   return rows;
 }

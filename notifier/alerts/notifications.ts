@@ -1,9 +1,15 @@
 import type { Queryable } from "../../lib/db.js";
 import type { Channel } from "../../lib/notifications.js";
 import type { NotificationDraft } from "../handlers.js";
-import type { NewNotification } from "../store.js";
+import { notificationArrays, notificationsUnnest, type NewNotification } from "../store.js";
 
 /** The nearby_lost notification rows of the fan-out and the digest, written thousands at a time. */
+
+/** status, attempts, round_attempts and sent_at of a row on channel `c`: an in_app row is written sent. */
+const sentIfInApp = (c: string) =>
+  `case when ${c} = 'in_app' then 'sent' else 'pending' end,
+   case when ${c} = 'in_app' then 1 else 0 end, case when ${c} = 'in_app' then 1 else 0 end,
+   case when ${c} = 'in_app' then now() end`;
 
 /**
  * Inserts a batch's notifications in one statement, like the consumer's
@@ -18,25 +24,11 @@ export async function insertAlertNotifications(client: Queryable, batch: NewNoti
   const { rows } = await client.query<{ id: string; channel: string }>(
     `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
                                status, attempts, round_attempts, sent_at)
-     select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d,
-       case when u.c = 'in_app' then 'sent' else 'pending' end,
-       case when u.c = 'in_app' then 1 else 0 end, case when u.c = 'in_app' then 1 else 0 end,
-       case when u.c = 'in_app' then now() end
-     from unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])
-       as u(r, c, e, k, t, kind, s, b, d)
+     select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d, ${sentIfInApp("u.c")}
+     from ${notificationsUnnest} as u(r, c, e, k, t, kind, s, b, d)
      on conflict (source_event_id, recipient_actor_id, channel) do nothing
      returning id, channel`,
-    [
-      batch.map((n) => n.recipientActorId),
-      batch.map((n) => n.channel),
-      batch.map((n) => n.sourceEventId),
-      batch.map((n) => n.sourceKey),
-      batch.map((n) => n.eventType),
-      batch.map((n) => n.kind),
-      batch.map((n) => n.subject),
-      batch.map((n) => n.body),
-      batch.map((n) => JSON.stringify(n.data)),
-    ],
+    notificationArrays(batch),
   );
   return rows;
 }
@@ -71,9 +63,7 @@ export async function insertNearbyNotifications(
                                  status, attempts, round_attempts, sent_at)
        select u.r, u.c, $5::uuid, $6::text, $7::text, $8::text, ($9::text[])[u.km + 1], ($10::text[])[u.km + 1],
          ($11::jsonb[])[u.km + 1] || jsonb_build_object('alertSubscriptionId', u.s::text),
-         case when u.c = 'in_app' then 'sent' else 'pending' end,
-         case when u.c = 'in_app' then 1 else 0 end, case when u.c = 'in_app' then 1 else 0 end,
-         case when u.c = 'in_app' then now() end
+         ${sentIfInApp("u.c")}
        from unnest($1::text[], $2::text[], $3::uuid[], $4::int[]) as u(r, c, s, km)
        on conflict (source_event_id, recipient_actor_id, channel) do nothing
        returning id, channel
