@@ -133,6 +133,21 @@ function logRecorded(log: EventLog | undefined, eventId: string, type: EventType
   log?.info({ eventId, eventType: type }, "outbox: event recorded");
 }
 
+/** Where a claim starts: after the last row a drain claimed (see beginAndClaimUnpublishedBatch). */
+export interface ClaimCursor {
+  /** occurred_at as exact microsecond text (exactTime). */
+  cursorAt: string;
+  id: string;
+}
+
+export interface ClaimedOutboxRow extends OutboxRow {
+  cursorAt: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
 /**
  * Locks up to `limit` unpublished rows, oldest first, skipping rows another
  * relay holds. The locks last until the transaction ends, so a crashed relay
@@ -140,25 +155,41 @@ function logRecorded(log: EventLog | undefined, eventId: string, type: EventType
  *
  * The relay's claim, with the `begin` of its transaction in the same
  * message: the simple query protocol carries several statements (and no
- * parameters, so the limit is inlined as an integer) in one round trip.
- * Every relay wake-up pays this, so at a few creates a second the relay's
- * four round trips per batch become two (bench/README.md). The caller ends
- * the transaction with markPublishedAndCommit, or rolls it back.
+ * parameters, so the limit and cursor are inlined, checked) in one round
+ * trip. Every relay wake-up pays this, so at a few creates a second the
+ * relay's four round trips per batch become two (bench/README.md). The caller
+ * ends the transaction with markPublishedAndCommit, or rolls it back.
+ *
+ * With `after`, the scan starts past the drain's last claimed row. Without
+ * it, every claim of a long drain walked the partial index from its start,
+ * over the entries of every row published since the last vacuum: a
+ * published row leaves its entry behind, and autovacuum does not run inside a
+ * drain of seconds (nor at all on the CI machine). Postgres spent most of a
+ * drain's CPU there (session 20, bench/README.md).
  */
-export async function beginAndClaimUnpublishedBatch(client: Queryable, limit: number): Promise<OutboxRow[]> {
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`claim limit must be a positive integer, got ${limit}`);
-  const results = (await client.query(
-    `begin; select ${outboxColumns}
-     from outbox_event
-     where published_at is null
-     order by occurred_at, id
-     limit ${limit}
-     for update skip locked`,
-  )) as unknown as Array<QueryResult<OutboxRow>>;
+export async function beginAndClaimUnpublishedBatch(
+  client: Queryable,
+  limit: number,
+  after: ClaimCursor | null = null,
+): Promise<ClaimedOutboxRow[]> {
+  const results = (await client.query(`begin; ${claimSql(limit, after)}`)) as unknown as Array<QueryResult<ClaimedOutboxRow>>;
   return results[1]!.rows;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** The relay's claim, exported for the plan test; checks what it inlines. */
+export function claimSql(limit: number, after: ClaimCursor | null): string {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`claim limit must be a positive integer, got ${limit}`);
+  if (after && !(EXACT_TIME.test(after.cursorAt) && UUID.test(after.id))) {
+    throw new Error(`not a claim cursor: ${JSON.stringify(after)}`);
+  }
+  const past = after ? `and (occurred_at, id) > ('${after.cursorAt}'::timestamptz, '${after.id}'::uuid)` : "";
+  return `select ${outboxColumns}, ${exactTime("occurred_at")} as "cursorAt"
+     from outbox_event
+     where published_at is null ${past}
+     order by occurred_at, id
+     limit ${limit}
+     for update skip locked`;
+}
 
 /**
  * Marks the claimed rows published and commits, in one round trip (see

@@ -1,7 +1,7 @@
 import { publishOutboxRow, type JetStreamClient } from "../lib/bus.js";
 import { withOwnTransaction, type Pool } from "../lib/db.js";
 import type { Logger } from "../lib/logger.js";
-import { beginAndClaimUnpublishedBatch, markPublishedAndCommit } from "../lib/outbox.js";
+import { beginAndClaimUnpublishedBatch, markPublishedAndCommit, type ClaimCursor } from "../lib/outbox.js";
 import type { RelayMetrics } from "./metrics.js";
 
 /**
@@ -37,12 +37,20 @@ export interface BatchResult {
  * no wake-up is lost. A backlog drains in several lanes at once, each
  * claiming its own batch of 100; lanes and processes share the work through
  * SKIP LOCKED.
+ *
+ * Within a round, each claim starts past the last row the round claimed. A
+ * row it leaves behind (committed late with an older occurred_at, or left by
+ * another relay that failed) is taken by the next round, which starts from
+ * the oldest row: its insert queued a wake-up, which makes the drain go round
+ * again, and a failed publish ends the round.
  */
 export class OutboxRelay {
   private running: Promise<void> | null = null;
   private again = false;
   private pausedUntil = 0;
   private stopped = false;
+  /** The last row this round of the drain claimed: the next claim starts past it. */
+  private cursor: ClaimCursor | null = null;
   readonly batchSize: number;
   private readonly lanes: number;
 
@@ -72,6 +80,7 @@ export class OutboxRelay {
   private async loop(): Promise<void> {
     do {
       this.again = false;
+      this.cursor = null;
       // One batch first; only a full one (a backlog) brings in the other lanes.
       if (await this.nextBatch()) {
         await Promise.all(Array.from({ length: this.lanes }, () => this.drainLane()));
@@ -98,9 +107,16 @@ export class OutboxRelay {
       // ack timeout (the bus is down) must not add that wait to the spacing,
       // so attempts stay about retryIntervalMs apart.
       this.pausedUntil = startedAt + this.options.retryIntervalMs;
+      this.cursor = null;
       return false;
     }
     return result.claimed === this.batchSize;
+  }
+
+  /** Lanes claim at once, so the cursor only moves forward (uuids order as their hex text). */
+  private advanceCursor({ cursorAt, id }: ClaimCursor): void {
+    const at = this.cursor;
+    if (!at || cursorAt > at.cursorAt || (cursorAt === at.cursorAt && id > at.id)) this.cursor = { cursorAt, id };
   }
 
   /**
@@ -113,11 +129,12 @@ export class OutboxRelay {
   async publishBatch(): Promise<BatchResult> {
     const { pool, js, logger, publishTimeoutMs, metrics } = this.options;
     return withOwnTransaction(pool, async (client) => {
-      const rows = await beginAndClaimUnpublishedBatch(client, this.batchSize);
+      const rows = await beginAndClaimUnpublishedBatch(client, this.batchSize, this.cursor);
       if (rows.length === 0) {
         await markPublishedAndCommit(client, []);
         return { claimed: 0, published: 0, failed: 0 };
       }
+      this.advanceCursor(rows.at(-1)!);
       const results = await Promise.allSettled(
         rows.map(async (row) => {
           const started = performance.now();
