@@ -11,7 +11,7 @@ import {
 } from "@nats-io/jetstream";
 import { STREAM_SUBJECTS } from "./events.js";
 import type { Logger } from "./logger.js";
-import { toEnvelope, type OutboxRow } from "./outbox.js";
+import type { PublishableOutboxRow } from "./outbox.js";
 
 export type { NatsConnection, JetStreamClient };
 
@@ -133,9 +133,10 @@ export function busClient(nc: NatsConnection): JetStreamClient {
 }
 
 /**
- * Publishes one outbox row with Nats-Msg-Id = the outbox id, waiting for the
- * stream's ack. The relay and the admin requeue both publish through here.
+ * Publishes one outbox row's envelope (lib/outbox.ts envelopeSql) with
+ * Nats-Msg-Id = the outbox id, waiting for the stream's ack. The relay, the
+ * admin requeue and the republish task all publish through here.
  */
-export function publishOutboxRow(js: JetStreamClient, row: OutboxRow, timeoutMs: number): Promise<PubAck> {
-  return js.publish(row.type, JSON.stringify(toEnvelope(row)), { msgID: row.id, timeout: timeoutMs, retries: 0 });
+export function publishOutboxRow(js: JetStreamClient, row: PublishableOutboxRow, timeoutMs: number): Promise<PubAck> {
+  return js.publish(row.type, row.envelope, { msgID: row.id, timeout: timeoutMs, retries: 0 });
 }

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { QueryResult } from "pg";
 import { exactTime, type Queryable } from "./db.js";
-import { eventCatalogue, parseEventData, type EventData, type EventEnvelope, type EventType } from "./events.js";
+import { eventCatalogue, parseEventData, type EventData, type EventType } from "./events.js";
 
 /** The slice of a logger the outbox needs; a request's logger carries the request id. */
 export interface EventLog {
@@ -24,6 +24,24 @@ export interface OutboxRow {
 
 const outboxColumns = `id, type, occurred_at as "occurredAt", published_at as "publishedAt",
   requeue_count as "requeueCount", payload`;
+
+/** What goes on the stream: the row's envelope as JSON text, with its subject (type) and Msg-Id (id). */
+export interface PublishableOutboxRow {
+  id: string;
+  type: EventType;
+  envelope: string;
+}
+
+/**
+ * An outbox row's event envelope (lib/events.ts EventEnvelope: id, type,
+ * occurredAt to the millisecond, data), written by Postgres as JSON text. The
+ * relay publishes it as it comes: parsing each payload, its timestamp and the
+ * row into objects only to serialise them again was a sixth of the relay's
+ * CPU per event (session 20, bench/README.md). Every publisher (relay, admin
+ * requeue, republish task) takes its envelope from here.
+ */
+export const envelopeSql = `json_build_object('id', id, 'type', type,
+  'occurredAt', to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', payload)::text`;
 
 export const REQUEUE_LIMIT = 5;
 
@@ -140,7 +158,7 @@ export interface ClaimCursor {
   id: string;
 }
 
-export interface ClaimedOutboxRow extends OutboxRow {
+export interface ClaimedOutboxRow extends PublishableOutboxRow {
   cursorAt: string;
 }
 
@@ -183,7 +201,7 @@ export function claimSql(limit: number, after: ClaimCursor | null): string {
     throw new Error(`not a claim cursor: ${JSON.stringify(after)}`);
   }
   const past = after ? `and (occurred_at, id) > ('${after.cursorAt}'::timestamptz, '${after.id}'::uuid)` : "";
-  return `select ${outboxColumns}, ${exactTime("occurred_at")} as "cursorAt"
+  return `select id, type, ${envelopeSql} as envelope, ${exactTime("occurred_at")} as "cursorAt"
      from outbox_event
      where published_at is null ${past}
      order by occurred_at, id
@@ -221,9 +239,9 @@ export async function markPublished(client: Queryable, ids: string[]): Promise<v
 }
 
 /** Locks one row for a requeue; null when it does not exist. */
-export async function lockOutboxEvent(client: Queryable, id: string): Promise<OutboxRow | null> {
-  const { rows } = await client.query<OutboxRow>(
-    `select ${outboxColumns} from outbox_event where id = $1::uuid for update`,
+export async function lockOutboxEvent(client: Queryable, id: string): Promise<(OutboxRow & PublishableOutboxRow) | null> {
+  const { rows } = await client.query<OutboxRow & PublishableOutboxRow>(
+    `select ${outboxColumns}, ${envelopeSql} as envelope from outbox_event where id = $1::uuid for update`,
     [id],
   );
   return rows[0] ?? null;
@@ -267,8 +285,4 @@ export async function listStuckEvents(
     [olderThanSeconds, after?.occurredAt ?? null, after?.id ?? null, limit],
   );
   return rows;
-}
-
-export function toEnvelope(row: OutboxRow): EventEnvelope {
-  return { id: row.id, type: row.type, occurredAt: row.occurredAt.toISOString(), data: row.payload as EventEnvelope["data"] };
 }

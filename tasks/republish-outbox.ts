@@ -21,7 +21,7 @@ import type pg from "pg";
 import { AuditAction, AuditObject, writeAuditEvent } from "../lib/audit.js";
 import { busClient, connectBus, ensureStream, publishOutboxRow, type JetStreamClient } from "../lib/bus.js";
 import { loadBusToolConfig, type BusToolConfig } from "../lib/config.js";
-import type { OutboxRow } from "../lib/outbox.js";
+import { envelopeSql, type PublishableOutboxRow } from "../lib/outbox.js";
 import { parseTaskArgs, print, required, withTaskClient } from "./lib.js";
 
 const usage = "republish-outbox --from <ISO time> --to <ISO time> --operator <id> [--execute]";
@@ -50,12 +50,12 @@ try {
   process.exit(2);
 }
 
-type Page = Array<OutboxRow & { cursorAt: string }>;
+type Page = Array<PublishableOutboxRow & { cursorAt: string }>;
 
 /** One page of the window's published rows, in (occurred_at, id) order, after the cursor. */
 async function readPage(client: pg.Client, after: { at: string; id: string } | null): Promise<Page> {
-  const { rows } = await client.query<OutboxRow & { cursorAt: string }>(
-    `select id, type, occurred_at as "occurredAt", published_at as "publishedAt", requeue_count as "requeueCount", payload,
+  const { rows } = await client.query<Page[number]>(
+    `select id, type, ${envelopeSql} as envelope,
             to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "cursorAt"
      from outbox_event
      where published_at is not null and occurred_at >= $1::timestamptz and occurred_at < $2::timestamptz
