@@ -29,6 +29,7 @@ export interface BenchStack {
   restartRelay(): Promise<void>;
   stopRelay(): Promise<void>;
   stopNotifier(): Promise<void>;
+  restartNotifier(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -114,6 +115,8 @@ export async function startBenchStack(
     await waitForPort(ports.relay, 30_000);
     return relay;
   };
+  const startNotifier = () =>
+    ServiceProcess.start("notifier", { ...env, NOTIFIER_HEALTH_ADDR: `127.0.0.1:${ports.notifier}`, NODE_OPTIONS: nodeOptions("notifier") });
   const extraApiPorts = await Promise.all(Array.from({ length: apiInstances - 1 }, () => freePort()));
   const startApi = (port: number) =>
     ServiceProcess.start("api", { ...env, ...apiEnv, API_HTTP_ADDR: `127.0.0.1:${port}`, NODE_OPTIONS: nodeOptions("api", process.env.BENCH_API_NODE_OPTIONS) });
@@ -125,7 +128,7 @@ export async function startBenchStack(
     natsUrl,
     pool: new pg.Pool({ connectionString: dbUrl, max: 20 }),
     api: startApi(ports.api),
-    notifier: ServiceProcess.start("notifier", { ...env, NOTIFIER_HEALTH_ADDR: `127.0.0.1:${ports.notifier}`, NODE_OPTIONS: nodeOptions("notifier") }),
+    notifier: startNotifier(),
     relay: await startRelay(),
     ports,
     inspectPorts,
@@ -137,6 +140,10 @@ export async function startBenchStack(
     },
     async stopNotifier() {
       await stack.notifier.stop();
+    },
+    async restartNotifier() {
+      stack.notifier = startNotifier();
+      await waitForPort(ports.notifier, 30_000);
     },
     async stop() {
       await stack.pool.end();
