@@ -27,7 +27,7 @@ import { photoScenario } from "./photos.js";
 import { log, machine, startBenchStack } from "./stack.js";
 import { load, runId } from "./load.js";
 import { summariseProfiles } from "./profile.js";
-import { resultStamp, round, summarize } from "./stats.js";
+import { percentile, resultStamp, round, summarize } from "./stats.js";
 
 const quick = process.env.BENCH_QUICK === "1";
 const profile = process.argv.includes("--profile");
@@ -192,9 +192,8 @@ for (let pair = 0; pair < 3; pair++) {
   log(`  raw publish ${rawPublishPerSecond}/s`);
   drainPairs.push({ drain, rawPublishPerSecond });
 }
-const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
-const drainRate = median(drainPairs.map((p) => p.drain.perSecond));
-const rawPublishRate = median(drainPairs.map((p) => p.rawPublishPerSecond));
+const drainRate = percentile(drainPairs.map((p) => p.drain.perSecond), 50);
+const rawPublishRate = percentile(drainPairs.map((p) => p.rawPublishPerSecond), 50);
 // The notifier consumes the drained events after the baselines: its catch-up must not slow the raw publishes.
 await stack.restartNotifier();
 await notifierCaughtUp();

@@ -21,6 +21,7 @@ import type pg from "pg";
 import { AuditAction, AuditObject, writeAuditEvent } from "../lib/audit.js";
 import { busClient, connectBus, ensureStream, publishOutboxRow, type JetStreamClient } from "../lib/bus.js";
 import { loadBusToolConfig, type BusToolConfig } from "../lib/config.js";
+import { exactTime } from "../lib/db.js";
 import { envelopeSql, type PublishableOutboxRow } from "../lib/outbox.js";
 import { parseTaskArgs, print, required, withTaskClient } from "./lib.js";
 
@@ -56,7 +57,7 @@ type Page = Array<PublishableOutboxRow & { cursorAt: string }>;
 async function readPage(client: pg.Client, after: { at: string; id: string } | null): Promise<Page> {
   const { rows } = await client.query<Page[number]>(
     `select id, type, ${envelopeSql} as envelope,
-            to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "cursorAt"
+            ${exactTime("occurred_at")} as "cursorAt"
      from outbox_event
      where published_at is not null and occurred_at >= $1::timestamptz and occurred_at < $2::timestamptz
        and ($3::timestamptz is null or (occurred_at, id) > ($3::timestamptz, $4::uuid))

@@ -34,7 +34,7 @@ async function claimBuffers(sql: string): Promise<number> {
 describe("the relay's claim within a drain", () => {
   it("starts past the last claimed row instead of walking the entries of the rows published before it", async () => {
     await insertEvents(40_100);
-    const { rows: first } = await h.db.pool.query<{ id: string; cursorAt: string }>(`${claimSql(40_000, null)}`);
+    const { rows: first } = await h.db.pool.query<{ id: string; cursorAt: string }>(claimSql(40_000, null));
     await h.db.pool.query(markPublishedSql(first.map((r) => r.id)));
     const last = first.at(-1)!;
     // Twice each: the first scan over a published row's entry marks it dead, as the relay's earlier claims would have.
