@@ -6,7 +6,7 @@ export const OUTBOX_RELAY_TASK = "outbox_relay";
 declare global {
   namespace GraphileWorker {
     interface Tasks {
-      /** Queued by the outbox insert trigger with an empty object: the job only wakes the relay. */
+      /** An empty object: the job only wakes the relay. */
       outbox_relay: Record<string, never>;
     }
   }
@@ -15,9 +15,11 @@ declare global {
 const Payload = z.object({});
 
 /**
- * Queued by the outbox insert trigger (job key `outbox_relay`), so a commit
- * wakes the relay at once. The job only triggers a drain: the relay's own
- * heartbeat also drains, so no progress depends on a job a dead worker holds.
+ * Wakes the relay through the job queue: `graphile_worker.add_job('outbox_relay')`
+ * from an operator, or a job the outbox trigger queued before migration 000010
+ * (since then the trigger notifies the relay directly, relay/wake-up.ts). The
+ * job only triggers a drain: the relay's own poll also drains, so no progress
+ * depends on a job a dead worker holds.
  */
 export function outboxRelayTask(drain: () => Promise<void>): Task<"outbox_relay"> {
   return async (payload) => {

@@ -10,8 +10,14 @@ export interface EventLog {
 
 /**
  * The outbox: every domain change inserts its event here in the same
- * transaction. A statement trigger queues the relay job (see migrations).
+ * transaction. A statement trigger notifies the relay on commit (see migrations).
  */
+
+/**
+ * The channel the outbox insert trigger notifies (migration 000010), and the
+ * relay listens on (relay/wake-up.ts).
+ */
+export const OUTBOX_WAKE_CHANNEL = "outbox_event_inserted";
 
 export interface OutboxRow {
   id: string;

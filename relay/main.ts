@@ -2,6 +2,7 @@ import { busClient, connectBus, ensureStream } from "../lib/bus.js";
 import { loadConfigOrExit, lowerPriority, orExit } from "../lib/boot.js";
 import { loadRelayConfig } from "../lib/config.js";
 import { createPool } from "../lib/db.js";
+import { OUTBOX_WAKE_CHANNEL } from "../lib/outbox.js";
 import { startHealthServer } from "../lib/health.js";
 import { createMetricsRegistry, registerMetricsRoute } from "../lib/metrics.js";
 import { installShutdown } from "../lib/shutdown.js";
@@ -13,6 +14,7 @@ import { pruneMaintenance } from "./maintenance.js";
 import { createRelayMetrics } from "./metrics.js";
 import { OutboxRelay } from "./outbox-relay.js";
 import { runReportLifetime } from "./report-lifetime.js";
+import { listenForWakeUps } from "./wake-up.js";
 
 const { config, logger } = loadConfigOrExit("relay", loadRelayConfig);
 lowerPriority(logger, config.RELAY_NICE);
@@ -59,11 +61,13 @@ const runner = await orExit(logger, "relay: database", () =>
   }),
 );
 
-// The heartbeat sweep: finds rows whose job was lost, and retries after a bus outage.
+// The spec's poll: finds rows whose wake-up was lost, and retries after a bus outage.
 const sweep = () =>
   relay.drain().catch((err: Error) => logger.warn({ err: { message: err.message } }, "relay: sweep failed"));
 const heartbeat = setInterval(sweep, config.RELAY_POLL_INTERVAL_MS);
 void sweep();
+// A commit wakes the relay at once: the outbox trigger notifies this channel.
+const wakeUps = listenForWakeUps({ connectionString: config.DATABASE_URL, channel: OUTBOX_WAKE_CHANNEL, onWake: sweep, logger });
 
 const health = await startHealthServer({
   ...config.RELAY_HEALTH_ADDR,
@@ -76,6 +80,7 @@ const health = await startHealthServer({
 // line must find the handler in place, or the signal's default action kills it mid-work.
 installShutdown(logger, [
   { name: "stop sweeping", run: () => clearInterval(heartbeat) },
+  { name: "stop listening for wake-ups", run: () => wakeUps.stop() },
   { name: "finish relay batch", run: () => relay.stop() },
   { name: "stop worker", run: () => runner.stop() },
   { name: "close health server", run: () => health.close() },

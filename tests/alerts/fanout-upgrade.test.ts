@@ -84,7 +84,8 @@ describe("migration 000009 on fan-outs under way", () => {
       [reportId, running, subscribers, subscriptions],
     );
 
-    expect((await migrateUp(url)).applied).toEqual(["000009"]);
+    // 000009 first, then whatever was committed after it.
+    expect((await migrateUp(url)).applied[0]).toBe("000009");
 
     // up-b..up-e in batches of 2, numbered from the next one.
     const { rows: batches } = await pool.query(`select batch, actor_ids from alert_fanout_batch where fanout_event_id = $1 order by batch`, [running]);

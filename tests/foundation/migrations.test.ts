@@ -1,8 +1,11 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
 import { assertMigrated } from "../../lib/migrate.js";
+import { OUTBOX_WAKE_CHANNEL } from "../../lib/outbox.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { eventually } from "../helpers/stream.js";
 
 const run = promisify(execFile);
 let db: TestDatabase;
@@ -59,21 +62,34 @@ describe("audit_event is append-only, enforced by the database", () => {
   });
 });
 
-describe("an outbox insert queues the relay job in the same transaction", () => {
-  it("leaves one pending outbox_relay job after a committed insert, and none after a rolled-back one", async () => {
+describe("an outbox insert wakes the relay on commit", () => {
+  it("notifies the relay's channel once per committing transaction, never for a rolled-back insert, and queues no job", async () => {
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    const received: string[] = [];
+    listener.on("notification", (n) => received.push(n.channel));
+    await listener.query(`listen ${OUTBOX_WAKE_CHANNEL}`);
     const client = await db.pool.connect();
     try {
       await client.query("begin");
       await client.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1')`);
       await client.query("rollback");
-      const none = await client.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'outbox_relay'`);
-      expect(none.rows[0].n).toBe(0);
+      // Sent on commit, so a rollback has nothing in flight: a round trip on the listener settles it.
+      await listener.query("select 1");
+      expect(received).toEqual([]);
+
+      await client.query("begin");
       await client.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1')`);
       await client.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1')`);
-      const one = await client.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'outbox_relay'`);
-      expect(one.rows[0].n).toBe(1);
+      await client.query("commit");
+      await eventually(async () => (received.length > 0 ? true : undefined), 5_000, 10);
+      await listener.query("select 1");
+      expect(received).toEqual([OUTBOX_WAKE_CHANNEL]);
+      const jobs = await client.query(`select count(*)::int as n from graphile_worker.jobs`);
+      expect(jobs.rows[0].n).toBe(0);
     } finally {
       client.release();
+      await listener.end();
     }
   });
 });

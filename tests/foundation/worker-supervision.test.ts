@@ -74,11 +74,14 @@ describe("a worker whose job completion fails goes on running jobs", () => {
   it("the relay process survives it: same pid, its jobs run again once completions work, and every row is published", async () => {
     const relay = await h.stack.start("relay");
     await refuseJobCompletion();
+    // The relay's job: commits wake it by notification, an operator (here the test) through the queue.
+    const queueRelayJob = () => h.db.pool.query(`select graphile_worker.add_job($1)`, [OUTBOX_RELAY_TASK]);
     try {
       await h.db.pool.query(
         `insert into outbox_event (type, payload) select $1, jsonb_build_object('n', n) from generate_series(1, 50) n`,
         [EventType.AnimalLostReported],
       );
+      await queueRelayJob();
       await relay.waitForLog((l) => l.msg === "worker: runner stopped without being asked; starting a new one", 20_000);
     } finally {
       await allowJobCompletion();
@@ -88,6 +91,7 @@ describe("a worker whose job completion fails goes on running jobs", () => {
       `insert into outbox_event (type, payload) select $1, jsonb_build_object('n', n) from generate_series(51, 100) n`,
       [EventType.AnimalLostReported],
     );
+    await queueRelayJob();
     await eventually(async () => {
       const { rows } = await h.db.pool.query<{ n: number }>(`select count(*)::int as n from outbox_event where published_at is null`);
       return rows[0]!.n === 0 ? true : undefined;

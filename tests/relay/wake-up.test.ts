@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { EventType } from "../../lib/events.js";
+import { useTestStack } from "../helpers/harness.js";
+import { eventually } from "../helpers/stream.js";
+
+// The relay's poll at a minute: only the commit's notification can publish a row within seconds.
+const h = useTestStack({ RELAY_POLL_INTERVAL_MS: "60000" });
+
+async function insertEvent(): Promise<string> {
+  const { rows } = await h.db.pool.query<{ id: string }>(`insert into outbox_event (type) values ($1) returning id`, [EventType.AnimalLostReported]);
+  return rows[0]!.id;
+}
+
+async function publishedWithin(id: string, timeoutMs: number): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await h.db.pool.query(`select 1 from outbox_event where id = $1 and published_at is not null`, [id]);
+    return rows.length === 1 ? true : undefined;
+  }, timeoutMs, 20);
+}
+
+describe("a commit wakes the relay through the outbox's notification", () => {
+  it("publishes a committed row within seconds while the relay's poll is a minute away", async () => {
+    const relay = await h.stack.start("relay");
+    await relay.waitForLog((l) => l.msg === "relay: listening for outbox wake-ups");
+    const startedAt = Date.now();
+    await publishedWithin(await insertEvent(), 5_000);
+    expect(Date.now() - startedAt).toBeLessThan(5_000);
+    // No job carried it: the trigger queues none.
+    const { rows } = await h.db.pool.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'outbox_relay'`);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it("reconnects when its listening connection is cut, and publishes what was committed while it was away", async () => {
+    const relay = h.stack.processes.find((p) => p.name === "relay")!;
+    const listening = () => relay.lines.filter((l) => l.msg === "relay: listening for outbox wake-ups").length;
+    const before = listening();
+    const { rows: cut } = await h.db.pool.query(
+      `select pg_terminate_backend(pid) as done from pg_stat_activity where datname = current_database() and application_name = 'relay-wake-up'`,
+    );
+    expect(cut).toEqual([{ done: true }]);
+    await relay.waitForLog((l) => l.msg === "relay: wake-up listener lost its connection; reconnecting", 5_000);
+    // Committed while nothing listens: no notification reaches the relay for it, only the
+    // wake-up that ends the reconnect (its first attempt comes 500 ms after the loss).
+    const missed = await insertEvent();
+    await publishedWithin(missed, 10_000);
+    expect(listening()).toBe(before + 1);
+    // And the new connection carries the next commit's wake-up.
+    await publishedWithin(await insertEvent(), 5_000);
+    expect(relay.child.exitCode).toBeNull();
+  });
+});
