@@ -67,7 +67,13 @@ const sweep = () =>
 const heartbeat = setInterval(sweep, config.RELAY_POLL_INTERVAL_MS);
 void sweep();
 // A commit wakes the relay at once: the outbox trigger notifies this channel.
-const wakeUps = listenForWakeUps({ connectionString: config.DATABASE_URL, channel: OUTBOX_WAKE_CHANNEL, onWake: sweep, logger });
+const wakeUps = listenForWakeUps({
+  connectionString: config.DATABASE_URL,
+  channel: OUTBOX_WAKE_CHANNEL,
+  onWake: sweep,
+  logger,
+  registry: metrics,
+});
 
 const health = await startHealthServer({
   ...config.RELAY_HEALTH_ADDR,

@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { Logger } from "../lib/logger.js";
+import { Counter, Gauge, type Registry } from "../lib/metrics.js";
 
 export interface WakeUpListenerOptions {
   connectionString: string;
@@ -10,6 +11,8 @@ export interface WakeUpListenerOptions {
   logger: Logger;
   /** First delay before reconnecting after the connection is lost; doubles up to 30 s. */
   reconnectDelayMs?: number;
+  /** Where `relay_wake_up_listening` and `relay_wake_up_connections_lost_total` are exposed. */
+  registry?: Registry;
 }
 
 export interface WakeUpListener {
@@ -29,7 +32,18 @@ const MAX_RECONNECT_DELAY_MS = 30_000;
  * release (1.7.0) dates from 2020; graphile-worker keeps its own LISTEN loop
  * the same way.
  */
-export function listenForWakeUps({ connectionString, channel, onWake, logger, reconnectDelayMs = 500 }: WakeUpListenerOptions): WakeUpListener {
+export function listenForWakeUps({ connectionString, channel, onWake, logger, reconnectDelayMs = 500, registry }: WakeUpListenerOptions): WakeUpListener {
+  // While it is 0 the relay still publishes, on its 1 s poll: commits wait up to a second.
+  const listening = new Gauge({
+    name: "relay_wake_up_listening",
+    help: "1 while the relay listens for the outbox's commit notifications, else 0",
+    registers: registry ? [registry] : [],
+  });
+  const lost = new Counter({
+    name: "relay_wake_up_connections_lost_total",
+    help: "Listening connections lost or refused, each retried with backoff",
+    registers: registry ? [registry] : [],
+  });
   let stopped = false;
   let client: pg.Client | null = null;
   let retry: NodeJS.Timeout | null = null;
@@ -37,6 +51,8 @@ export function listenForWakeUps({ connectionString, channel, onWake, logger, re
 
   const scheduleReconnect = (err?: Error) => {
     if (stopped || retry) return;
+    listening.set(0);
+    lost.inc();
     logger.warn({ err: err ? { message: err.message } : undefined, retryInMs: delay }, "relay: wake-up listener lost its connection; reconnecting");
     retry = setTimeout(() => {
       retry = null;
@@ -70,6 +86,7 @@ export function listenForWakeUps({ connectionString, channel, onWake, logger, re
       return;
     }
     delay = reconnectDelayMs;
+    listening.set(1);
     logger.info({ channel }, "relay: listening for outbox wake-ups");
     onWake();
   };
