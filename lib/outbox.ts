@@ -157,16 +157,19 @@ function logRecorded(log: EventLog | undefined, eventId: string, type: EventType
   log?.info({ eventId, eventType: type }, "outbox: event recorded");
 }
 
-/** Where a claim starts: after the last row a drain claimed (see beginAndClaimUnpublishedBatch). */
-export interface ClaimCursor {
+/**
+ * Where a scan of the outbox in (occurred_at, id) order resumes: past this
+ * row. The relay's claim (beginAndClaimUnpublishedBatch) and the republish
+ * task's pages both walk it.
+ */
+export interface OutboxCursor {
   /** occurred_at as exact microsecond text (exactTime). */
   cursorAt: string;
   id: string;
 }
 
-export interface ClaimedOutboxRow extends PublishableOutboxRow {
-  cursorAt: string;
-}
+/** A row to publish, with the cursor that resumes the scan past it. */
+export interface CursoredOutboxRow extends PublishableOutboxRow, OutboxCursor {}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -194,14 +197,14 @@ const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 export async function beginAndClaimUnpublishedBatch(
   client: Queryable,
   limit: number,
-  after: ClaimCursor | null = null,
-): Promise<ClaimedOutboxRow[]> {
-  const results = (await client.query(`begin; ${claimSql(limit, after)}`)) as unknown as Array<QueryResult<ClaimedOutboxRow>>;
+  after: OutboxCursor | null = null,
+): Promise<CursoredOutboxRow[]> {
+  const results = (await client.query(`begin; ${claimSql(limit, after)}`)) as unknown as Array<QueryResult<CursoredOutboxRow>>;
   return results[1]!.rows;
 }
 
 /** The relay's claim, exported for the plan test; checks what it inlines. */
-export function claimSql(limit: number, after: ClaimCursor | null): string {
+export function claimSql(limit: number, after: OutboxCursor | null): string {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`claim limit must be a positive integer, got ${limit}`);
   if (after && !(EXACT_TIME.test(after.cursorAt) && UUID.test(after.id))) {
     throw new Error(`not a claim cursor: ${JSON.stringify(after)}`);

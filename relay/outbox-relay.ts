@@ -1,7 +1,7 @@
 import { publishOutboxRow, type JetStreamClient } from "../lib/bus.js";
 import { withOwnTransaction, type Pool } from "../lib/db.js";
 import type { Logger } from "../lib/logger.js";
-import { beginAndClaimUnpublishedBatch, markPublishedAndCommit, type ClaimCursor } from "../lib/outbox.js";
+import { beginAndClaimUnpublishedBatch, markPublishedAndCommit, type OutboxCursor } from "../lib/outbox.js";
 import type { RelayMetrics } from "./metrics.js";
 
 /**
@@ -50,7 +50,7 @@ export class OutboxRelay {
   private pausedUntil = 0;
   private stopped = false;
   /** The last row this round of the drain claimed: the next claim starts past it. */
-  private cursor: ClaimCursor | null = null;
+  private cursor: OutboxCursor | null = null;
   readonly batchSize: number;
   private readonly lanes: number;
 
@@ -114,7 +114,7 @@ export class OutboxRelay {
   }
 
   /** Lanes claim at once, so the cursor only moves forward (uuids order as their hex text). */
-  private advanceCursor({ cursorAt, id }: ClaimCursor): void {
+  private advanceCursor({ cursorAt, id }: OutboxCursor): void {
     const at = this.cursor;
     if (!at || cursorAt > at.cursorAt || (cursorAt === at.cursorAt && id > at.id)) this.cursor = { cursorAt, id };
   }

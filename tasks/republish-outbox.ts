@@ -22,7 +22,7 @@ import { AuditAction, AuditObject, writeAuditEvent } from "../lib/audit.js";
 import { busClient, connectBus, ensureStream, publishOutboxRow, type JetStreamClient } from "../lib/bus.js";
 import { loadBusToolConfig, type BusToolConfig } from "../lib/config.js";
 import { exactTime } from "../lib/db.js";
-import { envelopeSql, type PublishableOutboxRow } from "../lib/outbox.js";
+import { envelopeSql, type CursoredOutboxRow, type OutboxCursor } from "../lib/outbox.js";
 import { parseTaskArgs, print, required, withTaskClient } from "./lib.js";
 
 const usage = "republish-outbox --from <ISO time> --to <ISO time> --operator <id> [--execute]";
@@ -51,11 +51,9 @@ try {
   process.exit(2);
 }
 
-type Page = Array<PublishableOutboxRow & { cursorAt: string }>;
-
 /** One page of the window's published rows, in (occurred_at, id) order, after the cursor. */
-async function readPage(client: pg.Client, after: { at: string; id: string } | null): Promise<Page> {
-  const { rows } = await client.query<Page[number]>(
+async function readPage(client: pg.Client, after: OutboxCursor | null): Promise<CursoredOutboxRow[]> {
+  const { rows } = await client.query<CursoredOutboxRow>(
     `select id, type, ${envelopeSql} as envelope,
             ${exactTime("occurred_at")} as "cursorAt"
      from outbox_event
@@ -63,7 +61,7 @@ async function readPage(client: pg.Client, after: { at: string; id: string } | n
        and ($3::timestamptz is null or (occurred_at, id) > ($3::timestamptz, $4::uuid))
      order by occurred_at, id
      limit $5::int`,
-    [window.from, window.to, after?.at ?? null, after?.id ?? null, PAGE],
+    [window.from, window.to, after?.cursorAt ?? null, after?.id ?? null, PAGE],
   );
   return rows;
 }
@@ -103,7 +101,7 @@ interface Published {
 /** Publishes the window page by page; stops after a page with a failure (the bus is down: rerun later, it is safe). */
 async function republish(client: pg.Client, js: JetStreamClient): Promise<Published> {
   const result: Published = { published: 0, duplicates: 0, failed: 0, firstError: null, stoppedEarly: false };
-  let after: { at: string; id: string } | null = null;
+  let after: OutboxCursor | null = null;
   for (;;) {
     const page = await readPage(client, after);
     if (page.length === 0) return result;
@@ -119,8 +117,8 @@ async function republish(client: pg.Client, js: JetStreamClient): Promise<Publis
       result.stoppedEarly = true;
       return result;
     }
-    const last = page.at(-1)!;
-    after = { at: last.cursorAt, id: last.id };
+    const { cursorAt, id } = page.at(-1)!;
+    after = { cursorAt, id };
   }
 }
 
