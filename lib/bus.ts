@@ -7,6 +7,7 @@ import {
   RetentionPolicy,
   StorageType,
   type JetStreamClient,
+  type JetStreamManager,
   type PubAck,
 } from "@nats-io/jetstream";
 import { STREAM_SUBJECTS } from "./events.js";
@@ -119,11 +120,32 @@ export async function ensureStream(nc: NatsConnection, name: string, options: En
           if (addErr instanceof JetStreamApiError && addErr.code === STREAM_NAME_IN_USE) continue;
           throw addErr;
         }
+        await untilTheMetaLayerKnows(jsm, name, deadline);
       }
       return;
     } catch (err) {
       if (!isTransient(err) || Date.now() >= deadline) throw err;
       await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
+/**
+ * On a cluster the new stream's leader can answer the add before the meta
+ * layer has applied it, so an info or a consumer create right after it gets
+ * "stream not found" (nats-server#8410, #4600; 2.9 has neither fix). Callers
+ * of ensureStream go on to create consumers, so it returns only once the
+ * stream can be found.
+ */
+async function untilTheMetaLayerKnows(jsm: JetStreamManager, name: string, deadline: number): Promise<void> {
+  for (;;) {
+    try {
+      await jsm.streams.info(name);
+      return;
+    } catch (err) {
+      const notYet = err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+      if (!notYet || Date.now() >= deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 }
