@@ -14,7 +14,7 @@ import { emergencyRoutes } from "./emergency/routes.js";
 import { moderationRoutes } from "./moderation/routes.js";
 import { notificationRoutes } from "./notifications/routes.js";
 import { ownerRoutes } from "./owner/routes.js";
-import { createAuthenticator, registerAuth } from "./plugins/auth.js";
+import { createAuthenticator, registerAuth, suspensionBeforeRefusal } from "./plugins/auth.js";
 import { clientErrorHandler, registerErrorHandling, sendProblem } from "./plugins/errors.js";
 import { registerGracefulClose } from "./plugins/graceful-close.js";
 import { registerIpLimiter, type IpLimiter } from "./plugins/ip-limiter.js";
@@ -81,7 +81,7 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, tagP
   if (!storage) app.addHook("onClose", () => deps.storage.close());
 
   if (onRoute) app.addHook("onRoute", onRoute);
-  registerErrorHandling(app, config.PROBLEM_BASE_URL, config.API_BODY_LIMIT_BYTES);
+  registerErrorHandling(app, config.PROBLEM_BASE_URL, config.API_BODY_LIMIT_BYTES, suspensionBeforeRefusal(pool));
   limiter = registerIpLimiter(app, config.PROBLEM_BASE_URL, clock);
   const metrics = registry ?? createMetricsRegistry("api");
   registerHttpMetrics(app, metrics);

@@ -16,12 +16,13 @@ export interface BucketSpec {
 /**
  * The token-taking upsert, written with the caller's placeholders so a write
  * can embed it as a CTE: it returns a row only when a token was taken. The
- * row lock serialises concurrent takes for one key.
+ * row lock serialises concurrent takes for one key. With `onlyIf`, a SQL
+ * condition, nothing is taken (nor inserted) while it is false.
  */
-export function takeTokenSql(key: string, capacity: string, refillPerSecond: string): string {
+export function takeTokenSql(key: string, capacity: string, refillPerSecond: string, onlyIf = "true"): string {
   const refilled = `least(${capacity}, b.tokens + greatest(0, extract(epoch from clock_timestamp() - b.updated_at)) * ${refillPerSecond})`;
   return `insert into rate_limit_bucket as b (key, tokens, updated_at)
-     values (${key}, ${capacity} - 1, clock_timestamp())
+     select ${key}, ${capacity} - 1, clock_timestamp() where ${onlyIf}
      on conflict (key) do update
        set tokens = ${refilled} - 1, updated_at = clock_timestamp()
        where ${refilled} >= 1

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { isDatabaseUnavailable, isUniqueViolation } from "../../lib/db.js";
 import { problemBody, ProblemError, problems, ProblemSlug, type ValidationIssue } from "../../lib/problems.js";
@@ -56,9 +56,12 @@ export function toProblem(err: unknown, bodyLimit: number): ProblemError {
   return problems.internal();
 }
 
-export function registerErrorHandling(app: FastifyInstance, baseUrl: string, bodyLimit: number): void {
-  app.setErrorHandler((err, request, reply) => {
-    const problem = toProblem(err, bodyLimit);
+/** A last look at a refusal before it is sent: auth.ts's suspensionBeforeRefusal. */
+export type RefusalCheck = (request: FastifyRequest, refusal: ProblemError) => Promise<ProblemError>;
+
+export function registerErrorHandling(app: FastifyInstance, baseUrl: string, bodyLimit: number, checkRefusal?: RefusalCheck): void {
+  app.setErrorHandler(async (err, request, reply) => {
+    const problem = checkRefusal ? await checkRefusal(request, toProblem(err, bodyLimit)) : toProblem(err, bodyLimit);
     if (problem.status >= 500) {
       request.log.error({ err }, "request failed");
     } else if (problem.slug !== ProblemSlug.ValidationFailed) {

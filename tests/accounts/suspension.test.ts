@@ -148,6 +148,70 @@ describe("a suspended actor is rejected on every endpoint from its next request 
   });
 });
 
+describe("the report creates refuse a suspended actor in their own statement, in the same order", () => {
+  const foundReport = { animal: { species: "dog" }, foundAt: "2026-11-20T08:00:00Z", location: { lat: 48.85, lon: 2.35 } };
+  const create = (actor: string, url: string, payload: unknown, headers: Record<string, string> = {}) =>
+    t.api.app.inject({ method: "POST", url, headers: { ...as(actor), ...headers }, payload: payload as string });
+  const rowsOf = async (actor: string) => {
+    const { rows } = await t.db.pool.query(
+      `select (select count(*)::int from safety_lost_report where reporter_id = $1) as lost,
+              (select count(*)::int from safety_found_report where reporter_id = $1) as found,
+              (select count(*)::int from outbox_event where payload->>'reporterId' = $1) as events,
+              (select tokens from rate_limit_bucket where key = 'report-create:' || $1) as tokens`,
+      [actor],
+    );
+    return rows[0];
+  };
+
+  it("answers 403 to a lost and a found report, writing no report, no event and taking no token", async () => {
+    expect((await create("creator-1", "/v1/safety/lost-reports", lostReport)).statusCode).toBe(201);
+    const before = await rowsOf("creator-1");
+    expect(before).toMatchObject({ lost: 1, found: 0, events: 1 });
+    await suspend("creator-1");
+    for (const [url, payload] of [["/v1/safety/lost-reports", lostReport], ["/v1/safety/found-reports", foundReport]] as const) {
+      const res = await create("creator-1", url, payload);
+      expect(res.statusCode, url).toBe(403);
+      expect(res.json()).toMatchObject({ type: expect.stringMatching(/\/account-suspended$/), status: 403 });
+    }
+    expect(await rowsOf("creator-1")).toEqual(before);
+  });
+
+  it("answers 403, not 429, once the actor's throttle is empty", async () => {
+    for (let i = 0; i < 5; i++) expect((await create("creator-2", "/v1/safety/lost-reports", lostReport)).statusCode).toBe(201);
+    expect((await create("creator-2", "/v1/safety/found-reports", foundReport)).statusCode).toBe(429);
+    await suspend("creator-2");
+    const res = await create("creator-2", "/v1/safety/found-reports", foundReport);
+    expect(res.statusCode).toBe(403);
+    expect(res.headers["retry-after"]).toBeUndefined();
+  });
+
+  it("answers 403 before anything about the request itself: a bad body, bad JSON, another media type, a body too large", async () => {
+    await suspend("creator-3");
+    const attempts = [
+      { payload: { animal: { species: "unicorn" } } },
+      { payload: "{not json", headers: { "content-type": "application/json" } },
+      { payload: "a lost cat", headers: { "content-type": "text/plain" } },
+      { payload: JSON.stringify({ ...lostReport, description: "x".repeat(100_000) }), headers: { "content-type": "application/json" } },
+    ];
+    for (const attempt of attempts) {
+      const res = await create("creator-3", "/v1/safety/lost-reports", attempt.payload, attempt.headers);
+      expect(res.statusCode, JSON.stringify(attempt).slice(0, 80)).toBe(403);
+      expect(res.json().type).toMatch(/\/account-suspended$/);
+    }
+    expect(await rowsOf("creator-3")).toMatchObject({ lost: 0, events: 0, tokens: null });
+  });
+
+  it("still answers an active actor's bad body with 400 and an empty throttle with 429", async () => {
+    const bad = await create("creator-4", "/v1/safety/lost-reports", { animal: { species: "unicorn" } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().type).toMatch(/\/validation-failed$/);
+    for (let i = 0; i < 5; i++) await create("creator-4", "/v1/safety/found-reports", foundReport);
+    const refused = await create("creator-4", "/v1/safety/lost-reports", lostReport);
+    expect(refused.statusCode).toBe(429);
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+  });
+});
+
 describe("a suspension with expiresAt ends by itself; one without lasts until a restore", () => {
   it("treats the account as active once expiresAt has passed", async () => {
     await suspend("user-exp", { ...suspension, expiresAt: inOneHour() });

@@ -29,7 +29,9 @@ import * as views from "./views.js";
 /**
  * A report creation: the shared per-actor throttle, the insert and its outbox
  * row, in one statement (store.ts). The id is chosen here so the event can
- * carry it.
+ * carry it. The statement also refuses a suspended reporter; that refusal
+ * leaves here as a 429 and the error handler turns it into 403
+ * account-suspended (api/plugins/auth.ts suspensionBeforeRefusal).
  */
 export async function createReport(
   pool: Pool,
@@ -70,7 +72,7 @@ export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
   app.post(
     "/v1/safety/lost-reports",
     {
-      config: { auth: "actor" },
+      config: { auth: "actor", suspension: "in-statement" },
       schema: {
         tags: ["safety"],
         summary: "Report a lost animal",
@@ -96,7 +98,7 @@ export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
   app.post(
     "/v1/safety/found-reports",
     {
-      config: { auth: "actor" },
+      config: { auth: "actor", suspension: "in-statement" },
       schema: {
         tags: ["safety"],
         summary: "Report a found animal",

@@ -1,3 +1,4 @@
+import { actorSuspendedSql } from "../../../lib/accounts.js";
 import { takeTokenSql, type BucketSpec } from "../../../lib/buckets.js";
 import type { Species } from "../../../lib/animals.js";
 import type { Queryable } from "../../../lib/db.js";
@@ -14,15 +15,18 @@ export interface CreatedReport {
 }
 
 /**
- * A throttled create is ONE statement: take a creation token, and only if one
- * was taken insert the report and its outbox event (recordWithEvent). One
- * round trip, atomic on its own (no begin/commit): the hot path measured in
- * bench/README.md. `insert` uses $4 for the report id, then its own values,
- * and selects `from token`. The event's coarse point is the stored row's.
+ * A throttled create is ONE statement: unless the reporter is suspended, take
+ * a creation token, and only if one was taken insert the report and its
+ * outbox event (recordWithEvent). One round trip, atomic on its own (no
+ * begin/commit), with the spec's suspension check in it (the route's
+ * `suspension: "in-statement"`, api/plugins/auth.ts): the hot path measured
+ * in bench/README.md. `insert` uses $4 for the report id and $5 for the
+ * reporter, then its own values, and selects `from token`. The event's
+ * coarse point is the stored row's.
  */
 const throttledCreate = (name: string, bucket: BucketSpec, insert: string, values: unknown[]) => ({
   name,
-  ctes: `token as (${takeTokenSql("$1::text", "$2::double precision", "$3::double precision")}),
+  ctes: `token as (${takeTokenSql("$1::text", "$2::double precision", "$3::double precision", `not ${actorSuspendedSql("$5::text")}`)}),
      created as (${insert})`,
   values: [bucket.key, bucket.capacity, bucket.refillPerSecond, ...values],
   columns: `created.id, created.created_at as "createdAt"`,
@@ -37,7 +41,7 @@ export interface NewReportOptions {
   animalId?: string;
 }
 
-/** Null when the throttle refused. */
+/** Null when the throttle refused, or the reporter is suspended. */
 export function insertLostReport(
   client: Queryable,
   id: string,
@@ -94,7 +98,7 @@ export function insertLostReport(
   );
 }
 
-/** Null when the throttle refused. */
+/** Null when the throttle refused, or the reporter is suspended. */
 export function insertFoundReport(
   client: Queryable,
   id: string,
