@@ -120,6 +120,24 @@ export interface EmbeddedWrite {
   columns: string;
 }
 
+const schemasWithout = new Map<string, z.ZodObject>();
+
+/**
+ * The type's payload schema less the fields SQL fills in, made once: zod 4
+ * compiles an object schema's parser on its first parse, so an `omit` per
+ * call paid that compilation on every create (13 % of the API's CPU in
+ * `npm run bench:cost`'s profile, bench/README.md "Session 22").
+ */
+function payloadSchemaWithout(type: EventType, fields: readonly string[]): z.ZodObject {
+  const key = `${type}:${fields.join(",")}`;
+  let schema = schemasWithout.get(key);
+  if (!schema) {
+    schema = (eventCatalogue[type] as z.ZodObject).omit(Object.fromEntries(fields.map((k) => [k, true])) as never);
+    schemasWithout.set(key, schema);
+  }
+  return schema;
+}
+
 /**
  * The same event write, embedded in ONE statement with its domain write: the
  * event is inserted only when `created` returned a row. One round trip and
@@ -137,8 +155,7 @@ export async function recordWithEvent<R extends object, T extends EventType, K e
   log?: EventLog,
 ): Promise<(R & { eventId: string }) | null> {
   const sqlFields = Object.keys(fromCreated) as K[];
-  const schema = eventCatalogue[type] as z.ZodObject;
-  const checked = schema.omit(Object.fromEntries(sqlFields.map((k) => [k, true])) as never).parse(data);
+  const checked = payloadSchemaWithout(type, sqlFields).parse(data);
   const n = write.values.length;
   const fromRow = sqlFields.map((k) => `'${k}', ${fromCreated[k]}`).join(", ");
   const { rows } = await client.query<R & { eventId: string }>({
