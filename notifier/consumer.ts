@@ -16,8 +16,9 @@ import type { Logger } from "../lib/logger.js";
 import { InvalidEventError } from "../lib/events.js";
 import { draftNotifications, handledSubjects, type HandlerRegistry, type NotificationDraft } from "./handlers.js";
 import { enqueueDeliveries } from "../lib/notifications.js";
-import { withoutUncoveredFanouts } from "./alerts/fanout.js";
-import { withoutIdleMatches } from "./matching/matcher.js";
+import { uncoveredFanoutCheck } from "./alerts/fanout.js";
+import { idleMatchCheck } from "./matching/matcher.js";
+import { withoutIdleReactions } from "./reaction-checks.js";
 import { reactionJobs, type QueuedJob, type ReactionRegistry } from "./reactions.js";
 import { channelsFor, emailPreferences, insertNotifications, queueJobs } from "./store.js";
 
@@ -123,6 +124,9 @@ export interface HandledEvent {
   jobs: QueuedJob[];
 }
 
+/** The reaction jobs' checks, in the one statement of withoutIdleReactions. */
+const reactionChecks = [uncoveredFanoutCheck, idleMatchCheck] as const;
+
 /**
  * Records the notifications and their delivery jobs for handled events, and
  * the jobs the events start (notifier/reactions.ts), in one transaction;
@@ -131,18 +135,18 @@ export interface HandledEvent {
  * second notifier handles at the same time) add no notification and no
  * delivery; its reaction jobs replace their waiting twins by job key.
  *
- * The reaction jobs' two checks run first, each a statement of its own: the
- * fan-out starts no subscription covers are recorded done (an idempotent
- * insert, disjoint from the covered starts whose jobs the transaction
- * queues), and the matching check only reads. Most events (a new report
- * where nobody subscribed and nothing matches) then have nothing left to
- * write, and cost those two statements instead of a transaction of four
- * (bench/README.md, session 21).
+ * The reaction jobs' checks run first, in one statement of their own
+ * (notifier/reaction-checks.ts): the fan-out starts no subscription covers
+ * are recorded done (an idempotent insert, disjoint from the covered starts
+ * whose jobs the transaction queues), and the matching check only reads.
+ * Most events (a new report where nobody subscribed and nothing matches)
+ * then have nothing left to write, and cost that one statement instead of a
+ * transaction of four (bench/README.md, sessions 21 and 22).
  */
 export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise<Set<string>> {
   if (handled.length === 0) return new Set();
   return withOwnTransaction(pool, async (client) => {
-    const jobs = await withoutIdleMatches(client, await withoutUncoveredFanouts(client, handled.flatMap((h) => h.jobs)));
+    const jobs = await withoutIdleReactions(client, handled.flatMap((h) => h.jobs), reactionChecks);
     if (jobs.length === 0 && handled.every((h) => h.drafts.length === 0)) return new Set<string>();
     await client.query("begin");
     const recipients = [...new Set(handled.flatMap((h) => h.drafts.map((d) => d.recipientActorId)))];

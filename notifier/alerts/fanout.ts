@@ -2,6 +2,7 @@ import { ALERTS_FANOUT_TASK, DAILY_ALERT_CAP, FANOUT_BATCH_SIZE, fanoutJobKey, N
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { enqueueDeliveries } from "../../lib/notifications.js";
 import type { QueuedJob } from "../queued-job.js";
+import type { ReactionCheck } from "../reaction-checks.js";
 import { channelsFor, emailPreferences } from "../store.js";
 import { nearbyLostTexts, textIndex } from "./messages.js";
 import { insertNearbyNotifications, type NearbyRow } from "./notifications.js";
@@ -52,19 +53,26 @@ const isFanoutStart = (job: QueuedJob): job is QueuedJob & { payload: { fanoutId
   job.task === ALERTS_FANOUT_TASK && job.payload.batch === 0;
 
 /**
- * The consumer's jobs, less the fan-out starts that would find no
- * subscriber: those are recorded as done at once, in the caller's
- * transaction (store.recordUncoveredFanouts).
+ * The consumer's check of its fan-out starts: those that would find no
+ * subscriber are recorded as done at once (store.uncoveredFanoutsSql), in the
+ * statement of the consumer's reaction checks, and their jobs dropped.
  */
-export async function withoutUncoveredFanouts(client: Queryable, jobs: QueuedJob[]): Promise<QueuedJob[]> {
-  const starts = jobs.filter(isFanoutStart);
-  if (starts.length === 0) return jobs;
-  const needed = await store.recordUncoveredFanouts(
-    client,
-    starts.map(({ payload }) => ({ eventId: payload.fanoutId, reportId: payload.reportId, eventType: payload.eventType })),
-  );
-  return jobs.filter((job) => !isFanoutStart(job) || needed.has(job.payload.fanoutId));
-}
+export const uncoveredFanoutCheck: ReactionCheck = {
+  name: "uncovered-fanouts",
+  applies: isFanoutStart,
+  keyOf: (job) => String(job.payload.fanoutId),
+  sql: (jobs, param) => {
+    const starts = jobs.filter(isFanoutStart).map((job) => job.payload);
+    return store.uncoveredFanoutsSql(
+      {
+        eventIds: param(starts.map((s) => s.fanoutId), "uuid[]"),
+        reportIds: param(starts.map((s) => s.reportId), "uuid[]"),
+        eventTypes: param(starts.map((s) => s.eventType), "text[]"),
+      },
+      param(FANOUT_BATCH_SIZE, "int"),
+    );
+  },
+};
 
 export interface FanoutOptions {
   batchSize?: number;

@@ -126,30 +126,28 @@ export async function lockFanout(client: Queryable, eventId: string): Promise<Lo
  * with no recipients, here, instead of running as jobs: most reports in a
  * quiet area, and every create of the write-path bench, would otherwise pay
  * a job (its fetch, lock, transaction and completion, and a wake-up of every
- * runner) to find nobody. One statement for a consumer's whole batch, in its
- * transaction. Returns the event ids of the starts that still need their job
- * (a report gone since is left to its job, which does nothing).
+ * runner) to find nobody. For a consumer's whole batch, as CTEs of its
+ * reaction check (notifier/reaction-checks.ts); `needed` selects the event
+ * ids of the starts that still need their job (a report gone since is left
+ * to its job, which does nothing). Arguments are SQL (placeholders).
  */
-export async function recordUncoveredFanouts(client: Queryable, starts: Array<FanoutRef & { eventType: string }>): Promise<Set<string>> {
-  if (starts.length === 0) return new Set();
-  const { rows } = await client.query<{ eventId: string }>(
-    `with start as (
-       select * from unnest($1::uuid[], $2::uuid[], $3::text[]) as t(event_id, report_id, event_type)
+export function uncoveredFanoutsSql(starts: { eventIds: string; reportIds: string; eventTypes: string }, batchSize: string) {
+  return {
+    ctes: `fanout_start as (
+       select * from unnest(${starts.eventIds}, ${starts.reportIds}, ${starts.eventTypes}) as t(event_id, report_id, event_type)
      ),
-     uncovered as (
-       select st.* from start st
+     fanout_uncovered as (
+       select st.* from fanout_start st
        join safety_lost_report r on r.id = st.report_id
        where not exists (select 1 from alert_subscription s where ${subscriptionCoversReport})
      ),
-     recorded as (
+     fanout_recorded as (
        insert into alert_fanout (event_id, report_id, event_type, status, recipients, batch_size, next_batch, finished_at)
-       select event_id, report_id, event_type, 'done', 0, $4::int, 1, now() from uncovered
+       select event_id, report_id, event_type, 'done', 0, ${batchSize}, 1, now() from fanout_uncovered
        on conflict (event_id) do nothing
-     )
-     select event_id as "eventId" from start where event_id not in (select event_id from uncovered)`,
-    [starts.map((s) => s.eventId), starts.map((s) => s.reportId), starts.map((s) => s.eventType), FANOUT_BATCH_SIZE],
-  );
-  return new Set(rows.map((r) => r.eventId));
+     )`,
+    needed: `select event_id::text from fanout_start where event_id not in (select event_id from fanout_uncovered)`,
+  };
 }
 
 export interface Claimed {

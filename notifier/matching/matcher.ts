@@ -5,8 +5,9 @@ import { SUGGESTION_THRESHOLD, type MatchKind } from "../../lib/matches.js";
 import { recordEventBatch } from "../../lib/outbox.js";
 import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "../../jobs/match-subject.js";
 import type { QueuedJob } from "../queued-job.js";
+import type { ReactionCheck } from "../reaction-checks.js";
 import { CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, distanceKm, isSuggested, scoreMatch } from "./score.js";
-import { findCandidates, loadSide, lostReportsWithMatchWork, upsertSuggestions, withdrawSuggestions, type MatchSide, type ScoredPair } from "./store.js";
+import { findCandidates, loadSide, lostReportsWithMatchWorkSql, upsertSuggestions, withdrawSuggestions, type MatchSide, type ScoredPair } from "./store.js";
 
 const matchKindOf = (side: MatchSide): MatchKind => (side.ref.kind === "sighting" ? "sighting" : "found_report");
 
@@ -80,19 +81,26 @@ const isLostReportMatch = (job: QueuedJob): job is QueuedJob & { payload: { kind
   job.task === MATCH_SUBJECT_TASK && job.payload.kind === "lost";
 
 /**
- * The consumer's jobs, less the lost reports' matching jobs that would find
- * nothing to do: no found report or sighting in the candidate window and no
- * suggestion to rescore or withdraw (store.lostReportsWithMatchWork). Most
- * new lost reports have none near them, and each such job cost the notifier
- * a queue round trip, a transaction and three statements: with it, 200–300
- * creates/s held on a 2-core VM; without, 500 (bench/README.md, session 19).
- * Nothing is missed: a found report or sighting recorded after this check
- * is matched by its own job, which runs after both commits and finds this
- * lost report among its candidates.
+ * The consumer's check of new lost reports' matching jobs: dropped when they
+ * would find nothing to do, no found report or sighting in the candidate
+ * window and no suggestion to rescore or withdraw
+ * (store.lostReportsWithMatchWorkSql). Most new lost reports have none near
+ * them, and each such job cost the notifier a queue round trip, a
+ * transaction and three statements: with it, 200–300 creates/s held on a
+ * 2-core VM; without, 500 (bench/README.md, session 19). Nothing is missed: a
+ * found report or sighting recorded after this check is matched by its own
+ * job, which runs after both commits and finds this lost report among its
+ * candidates.
  */
-export async function withoutIdleMatches(client: Queryable, jobs: QueuedJob[]): Promise<QueuedJob[]> {
-  const lost = jobs.filter(isLostReportMatch);
-  if (lost.length === 0) return jobs;
-  const needed = await lostReportsWithMatchWork(client, lost.map((job) => job.payload.id), CANDIDATE_WINDOW);
-  return jobs.filter((job) => !isLostReportMatch(job) || needed.has(job.payload.id));
-}
+export const idleMatchCheck: ReactionCheck = {
+  name: "idle-matches",
+  applies: isLostReportMatch,
+  keyOf: (job) => String(job.payload.id),
+  sql: (jobs, param) => ({
+    needed: lostReportsWithMatchWorkSql(param(jobs.filter(isLostReportMatch).map((job) => job.payload.id), "uuid[]"), {
+      radiusM: param(CANDIDATE_WINDOW.radiusM, "double precision"),
+      lostAfterS: param(CANDIDATE_WINDOW.lostAfterMs / 1000, "double precision"),
+      lostBeforeS: param(CANDIDATE_WINDOW.lostBeforeMs / 1000, "double precision"),
+    }),
+  }),
+};

@@ -157,28 +157,16 @@ export async function findCandidates(client: Queryable, side: MatchSide, window:
  * report or unlinked sighting in the candidate window, or with a suggestion
  * to rescore or withdraw. For any other, the job would find no candidate and
  * nothing to withdraw. Moderation is left to the job: this may keep more
- * than the job will match, never fewer.
+ * than the job will match, never fewer. A select of their ids as text, for
+ * the consumer's reaction checks; arguments are SQL (placeholders).
  */
-export async function lostReportsWithMatchWork(client: Queryable, ids: string[], window: CandidateWindow): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
-  const subject: SubjectSql = {
-    species: "l.species",
-    origin: "l.coarse_location",
-    at: "l.last_seen_at",
-    radiusM: "$2::double precision",
-    lostAfterS: "$3::double precision",
-    lostBeforeS: "$4::double precision",
-  };
-  const { rows } = await client.query<{ id: string }>({
-    name: "match-lost-with-work",
-    text: `select l.id from safety_lost_report l
-     where l.id = any($1::uuid[])
+export function lostReportsWithMatchWorkSql(ids: string, window: { radiusM: string; lostAfterS: string; lostBeforeS: string }): string {
+  const subject: SubjectSql = { species: "l.species", origin: "l.coarse_location", at: "l.last_seen_at", ...window };
+  return `select l.id::text from safety_lost_report l
+     where l.id = any(${ids})
        and (exists (select from safety_match m where m.lost_report_id = l.id)
          or exists (select from safety_found_report r where ${candidateFilter("found", subject)})
-         or exists (select from safety_sighting r where ${candidateFilter("sighting", subject)}))`,
-    values: [ids, window.radiusM, window.lostAfterMs / 1000, window.lostBeforeMs / 1000],
-  });
-  return new Set(rows.map((row) => row.id));
+         or exists (select from safety_sighting r where ${candidateFilter("sighting", subject)}))`;
 }
 
 export interface ScoredPair {

@@ -37,12 +37,16 @@ const lostDog = (at: { lat: number; lon: number }) =>
 const foundAnimal = (at: { lat: number; lon: number }, species = "dog", foundAt = hoursAfter(20)) =>
   createFoundReport(h.api, freshActor("finder"), { animal: { species, colors: ["brown"] }, foundAt, location: at });
 
-/** The consumer's transaction for the lost report's event, as the notifier records it. */
-async function consumeLostReported(reportId: string): Promise<void> {
+/** The lost report's event as the consumer handles it: no notification, its reaction jobs. */
+function lostReported(reportId: string) {
   const event = { id: randomUUID(), type: EventType.AnimalLostReported, occurredAt: new Date().toISOString() };
   const data = { reportId, reporterId: "owner-x", species: "dog", location: { lat: 1, lon: 1 }, lastSeenAt: lostAt };
-  const jobs = reactionJobs(eventReactions, { ...event, data })!;
-  await recordEvents(h.db.pool, [{ event: { ...event, data }, drafts: [], jobs }]);
+  return { event: { ...event, data }, drafts: [], jobs: reactionJobs(eventReactions, { ...event, data })! };
+}
+
+/** The consumer's transaction for the lost report's event, as the notifier records it. */
+async function consumeLostReported(reportId: string): Promise<void> {
+  await recordEvents(h.db.pool, [lostReported(reportId)]);
 }
 
 const matchJobQueued = async (kind: string, id: string) => {
@@ -109,6 +113,20 @@ describe("a new lost report's matching job", () => {
     );
     await consumeLostReported(lostId);
     expect(await matchJobQueued("lost", lostId)).toBe(true);
+  });
+
+  it("is decided per report when one consumer batch carries several, with each fan-out check's answer kept to its own report", async () => {
+    const home = place();
+    await foundAnimal(north(home, 5));
+    const [withWork, alone] = [await lostDog(home), await lostDog(place())];
+    await recordEvents(h.db.pool, [lostReported(alone), lostReported(withWork)]);
+    expect(await matchJobQueued("lost", withWork)).toBe(true);
+    expect(await matchJobQueued("lost", alone)).toBe(false);
+    // Nobody subscribed near either: both fan-outs are recorded done in the same statement, and queue no start.
+    const { rows } = await h.db.pool.query(`select report_id, status from alert_fanout where report_id = any($1::uuid[]) order by report_id`, [
+      [withWork, alone],
+    ]);
+    expect(rows).toEqual([withWork, alone].sort().map((id) => ({ report_id: id, status: "done" })));
   });
 
   it("leaves a found report's own job queued whatever is near it", async () => {
