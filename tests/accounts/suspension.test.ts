@@ -150,8 +150,16 @@ describe("a suspended actor is rejected on every endpoint from its next request 
 
 describe("the report creates refuse a suspended actor in their own statement, in the same order", () => {
   const foundReport = { animal: { species: "dog" }, foundAt: "2026-11-20T08:00:00Z", location: { lat: 48.85, lon: 2.35 } };
+  // Each from an address of its own: these cases alone would empty one address's per-IP bucket (burst 40) for the file's later cases.
+  let address = 0;
   const create = (actor: string, url: string, payload: unknown, headers: Record<string, string> = {}) =>
-    t.api.app.inject({ method: "POST", url, headers: { ...as(actor), ...headers }, payload: payload as string });
+    t.api.app.inject({
+      method: "POST",
+      url,
+      headers: { ...as(actor), ...headers },
+      payload: payload as string,
+      remoteAddress: `198.18.0.${++address}`,
+    });
   const rowsOf = async (actor: string) => {
     const { rows } = await t.db.pool.query(
       `select (select count(*)::int from safety_lost_report where reporter_id = $1) as lost,
