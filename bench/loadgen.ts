@@ -36,6 +36,8 @@ interface Plan {
   paths?: string[];
   /** Where creates report their animal lost, in turn (default: spread over 9° × 12°). */
   points?: Array<{ lat: number; lon: number }>;
+  /** For kind alerts: the search radius, as the raw statement's baseline uses it (default 25 km, issue 19's). */
+  radiusKm?: number;
 }
 
 const plan: Plan = JSON.parse(process.argv[2]!);
@@ -70,7 +72,7 @@ function requestFor(i: number): { method: string; path: string; headers: Record<
     case "alerts": {
       const lat = 42 + ((i * 7919) % 9000) / 1000;
       const lon = -4 + ((i * 104729) % 12000) / 1000;
-      return { method: "GET", path: `/v1/safety/alerts?lat=${lat}&lon=${lon}&radiusKm=10&limit=50`, headers };
+      return { method: "GET", path: `/v1/safety/alerts?lat=${lat}&lon=${lon}&radiusKm=${plan.radiusKm ?? 25}&limit=50`, headers };
     }
     case "relay-message": {
       const ids = plan.lostReportIds ?? [];
