@@ -69,7 +69,8 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
 /**
  * A client for a transaction `fn` begins and commits itself: when it folds
  * `begin` and `commit` into its first and last statements to save round trips
- * (the relay's batch). On an error it is rolled back, and a
+ * (the relay's batch), or begins only once it knows it has something to write
+ * (the notifier's recordEvents). On an error it is rolled back, and a
  * connection that cannot roll back is dropped rather than returned to the pool.
  */
 export async function withOwnTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {

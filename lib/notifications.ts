@@ -56,20 +56,12 @@ export async function enqueueDeliveries(
   if (notificationIds.length === 0) return;
   // priority: graphile-worker runs lower numbers first (null is 0); bulk alerts pass a higher one.
   await client.query(
-    `select from ${addDeliveryJobsSql("select id from unnest($3::uuid[]) as id", "$1::text", "$2::smallint", "$4::smallint")}`,
+    `select from graphile_worker.add_jobs(
+       array(select ($1::text, json_build_object('notificationId', id), null, null, $2::smallint, $1::text || ':' || id, $4::smallint, null)::graphile_worker.job_spec
+             from unnest($3::uuid[]) as id))`,
     [NOTIFICATION_DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS, notificationIds, options.priority ?? null],
   );
 }
-
-/**
- * The add_jobs call of enqueueDeliveries, over `idsSql` (a select of
- * notification ids as `id`), for a statement that writes the notifications
- * too; the other arguments are SQL for the task, the attempts and the priority.
- */
-export const addDeliveryJobsSql = (idsSql: string, task: string, maxAttempts: string, priority: string) =>
-  `graphile_worker.add_jobs(
-       array(select (${task}, json_build_object('notificationId', ids.id), null, null, ${maxAttempts}, ${task} || ':' || ids.id, ${priority}, null)::graphile_worker.job_spec
-             from (${idsSql}) as ids))`;
 
 export async function enqueueDelivery(client: Queryable, notificationId: string): Promise<void> {
   await enqueueDeliveries(client, [notificationId]);

@@ -10,16 +10,17 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import { z } from "zod";
-import type { Pool } from "../lib/db.js";
+import { withOwnTransaction, type Pool } from "../lib/db.js";
 import { STREAM_SUBJECTS, type EventEnvelope, type EventType } from "../lib/events.js";
 import type { Logger } from "../lib/logger.js";
 import { InvalidEventError } from "../lib/events.js";
 import { draftNotifications, handledSubjects, type HandlerRegistry, type NotificationDraft } from "./handlers.js";
+import { enqueueDeliveries } from "../lib/notifications.js";
 import { uncoveredFanoutCheck } from "./alerts/fanout.js";
 import { idleMatchCheck } from "./matching/matcher.js";
 import { withoutIdleReactions } from "./reaction-checks.js";
 import { reactionJobs, type QueuedJob, type ReactionRegistry } from "./reactions.js";
-import { channelsFor, emailPreferences, recordNotificationsAndJobs } from "./store.js";
+import { channelsFor, emailPreferences, insertNotifications, queueJobs } from "./store.js";
 
 /** Default ack wait; NOTIFIER_ACK_WAIT_MS overrides it. */
 export const ACK_WAIT_MS = 30_000;
@@ -128,9 +129,8 @@ const reactionChecks = [uncoveredFanoutCheck, idleMatchCheck] as const;
 
 /**
  * Records the notifications and their delivery jobs for handled events, and
- * the jobs the events start (notifier/reactions.ts), in one statement that
- * is atomic on its own (store.recordNotificationsAndJobs); returns the ids of
- * the events that got a new notification. The unique
+ * the jobs the events start (notifier/reactions.ts), in one transaction;
+ * returns the ids of the events that got a new notification. The unique
  * (source event, recipient, channel) makes a redelivered event (or one a
  * second notifier handles at the same time) add no notification and no
  * delivery; its reaction jobs replace their waiting twins by job key.
@@ -141,31 +141,34 @@ const reactionChecks = [uncoveredFanoutCheck, idleMatchCheck] as const;
  * whose jobs the transaction queues), and the matching check only reads.
  * Most events (a new report where nobody subscribed and nothing matches)
  * then have nothing left to write, and cost that one statement instead of a
- * transaction of four (bench/README.md, sessions 21 and 22). An event that
- * notifies costs the preferences' read and the write: two round trips where
- * a transaction took five or six.
+ * transaction of four (bench/README.md, sessions 21 and 22).
  */
 export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise<Set<string>> {
   if (handled.length === 0) return new Set();
-  const jobs = await withoutIdleReactions(pool, handled.flatMap((h) => h.jobs), reactionChecks);
-  if (jobs.length === 0 && handled.every((h) => h.drafts.length === 0)) return new Set<string>();
-  const recipients = [...new Set(handled.flatMap((h) => h.drafts.map((d) => d.recipientActorId)))];
-  const preferences = await emailPreferences(pool, recipients);
-  const inserted = await recordNotificationsAndJobs(
-    pool,
-    handled.flatMap(({ event, drafts }) =>
-      drafts.flatMap((draft) =>
-        channelsFor(draft.kind, preferences.get(draft.recipientActorId)).map((channel) => ({
-          ...draft,
-          sourceEventId: event.id,
-          eventType: event.type as EventType,
-          channel,
-        })),
+  return withOwnTransaction(pool, async (client) => {
+    const jobs = await withoutIdleReactions(client, handled.flatMap((h) => h.jobs), reactionChecks);
+    if (jobs.length === 0 && handled.every((h) => h.drafts.length === 0)) return new Set<string>();
+    await client.query("begin");
+    const recipients = [...new Set(handled.flatMap((h) => h.drafts.map((d) => d.recipientActorId)))];
+    const preferences = await emailPreferences(client, recipients);
+    const inserted = await insertNotifications(
+      client,
+      handled.flatMap(({ event, drafts }) =>
+        drafts.flatMap((draft) =>
+          channelsFor(draft.kind, preferences.get(draft.recipientActorId)).map((channel) => ({
+            ...draft,
+            sourceEventId: event.id,
+            eventType: event.type as EventType,
+            channel,
+          })),
+        ),
       ),
-    ),
-    jobs,
-  );
-  return new Set(inserted.map((n) => n.sourceEventId));
+    );
+    await enqueueDeliveries(client, inserted.map((n) => n.id));
+    await queueJobs(client, jobs);
+    await client.query("commit");
+    return new Set(inserted.map((n) => n.sourceEventId));
+  });
 }
 
 export interface NotificationConsumerOptions {

@@ -1,14 +1,6 @@
 import type { Queryable } from "../lib/db.js";
 import type { EventType } from "../lib/events.js";
-import {
-  addDeliveryJobsSql,
-  DELIVER_JOB_MAX_ATTEMPTS,
-  enqueueDelivery,
-  NOTIFICATION_DELIVER_TASK,
-  type Channel,
-  type NotificationKind,
-  type NotificationStatus,
-} from "../lib/notifications.js";
+import { enqueueDelivery, type Channel, type NotificationKind, type NotificationStatus } from "../lib/notifications.js";
 import type { NotificationDraft } from "./handlers.js";
 import type { QueuedJob } from "./queued-job.js";
 
@@ -159,61 +151,15 @@ export async function requeueStalledDeliveries(client: Queryable, olderThanSecon
 
 /** Queues the jobs events started, in the caller's transaction, one add_jobs call for the lot. */
 export async function queueJobs(client: Queryable, queued: QueuedJob[]): Promise<void> {
-  const arrays = jobArrays(queued);
-  if (arrays[0].length === 0) return;
-  await client.query(`select from ${addQueuedJobsSql("$1", "$2", "$3", "$4")}`, arrays);
-}
-
-/**
- * The jobs as four column arrays (task, payload, attempts, key), one job per
- * key, the last (newest event) winning: add_jobs refuses a key twice in one
- * call ("ON CONFLICT DO UPDATE command cannot affect row a second time"),
- * which failed the whole batch, for ever, when two events about one report
- * (two PATCHes) arrived together.
- */
-function jobArrays(queued: QueuedJob[]): [string[], string[], number[], string[]] {
+  // One job per key, the last (newest event) winning: add_jobs refuses a key twice in one call
+  // ("ON CONFLICT DO UPDATE command cannot affect row a second time"), which failed the whole
+  // batch, for ever, when two events about one report (two PATCHes) arrived together.
   const jobs = [...new Map(queued.map((job) => [job.jobKey, job])).values()];
-  return [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.maxAttempts ?? 25), jobs.map((j) => j.jobKey)];
-}
-
-/** queueJobs' add_jobs call, its four arrays at the placeholders given. */
-const addQueuedJobsSql = (tasks: string, payloads: string, attempts: string, keys: string) =>
-  `graphile_worker.add_jobs(
+  if (jobs.length === 0) return;
+  await client.query(
+    `select from graphile_worker.add_jobs(
        array(select (task, payload, null, null, max_attempts, job_key, null, null)::graphile_worker.job_spec
-             from unnest(${tasks}::text[], ${payloads}::json[], ${attempts}::smallint[], ${keys}::text[]) as j(task, payload, max_attempts, job_key)))`;
-
-/**
- * The consumer's whole write as ONE statement, atomic on its own with no
- * begin or commit: the notifications (a redelivered one adds nothing), a
- * delivery job for each new one, and the events' reaction jobs. Four round
- * trips fewer than a transaction of those steps (bench/README.md, session
- * 22). Returns the new notifications.
- */
-export async function recordNotificationsAndJobs(
-  client: Queryable,
-  batch: NewNotification[],
-  queued: QueuedJob[],
-): Promise<Array<{ id: string; sourceEventId: string }>> {
-  const { rows } = await client.query<{ inserted: Array<{ id: string; sourceEventId: string }> }>({
-    name: "notifier-record",
-    text: `with inserted as (
-       insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data)
-       select * from ${notificationsUnnest}
-       on conflict (source_event_id, recipient_actor_id, channel) do nothing
-       returning id, source_event_id
-     ),
-     deliveries as (
-       select ${addDeliveryJobsSql("select id from inserted", "$10::text", "$11::smallint", "null::smallint")} as added
-       where exists (select from inserted)
-     ),
-     reactions as (
-       select ${addQueuedJobsSql("$12", "$13", "$14", "$15")} as added
-       where cardinality($12::text[]) > 0
-     )
-     -- A select-only CTE runs only when referenced: these counts make both add_jobs calls run.
-     select (select count(*) from deliveries) as deliveries, (select count(*) from reactions) as reactions,
-       coalesce((select json_agg(json_build_object('id', id, 'sourceEventId', source_event_id)) from inserted), '[]') as inserted`,
-    values: [...notificationArrays(batch), NOTIFICATION_DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS, ...jobArrays(queued)],
-  });
-  return rows[0]!.inserted;
+             from unnest($1::text[], $2::json[], $3::smallint[], $4::text[]) as j(task, payload, max_attempts, job_key)))`,
+    [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.maxAttempts ?? 25), jobs.map((j) => j.jobKey)],
+  );
 }
