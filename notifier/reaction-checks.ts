@@ -10,20 +10,20 @@ export type SqlParam = (value: unknown, type: string) => string;
  * notifier/matching/matcher.ts). Its SQL may write (the fan-out check records
  * the uncovered fan-outs as done), so it must be idempotent.
  */
-export interface ReactionCheck {
-  /** A name for the check's CTEs and its rows in the result. */
+export interface ReactionCheck<J extends QueuedJob = QueuedJob> {
+  /** Names the prepared statement; each check's CTE names must differ from the others'. */
   name: string;
   /** The jobs this check decides on; other jobs pass it untouched. */
-  applies(job: QueuedJob): boolean;
+  applies(job: QueuedJob): job is J;
   /** What the check's select returns for a job that is still needed. */
-  keyOf(job: QueuedJob): string;
+  keyOf(job: J): string;
   /**
-   * CTEs (without `with`; names prefixed with the check's name) and a select
-   * of the keys, as text, of the jobs still needed. Called with the jobs it
-   * applies to, possibly none: the statement is one prepared statement
-   * whatever the mix, so each check's SQL must do nothing for no jobs.
+   * CTEs (without `with`) and a select of the keys, as text, of the jobs
+   * still needed. Called with the jobs it applies to, possibly none: the
+   * statement is one prepared statement whatever the mix, so each check's
+   * SQL must do nothing for no jobs.
    */
-  sql(jobs: QueuedJob[], param: SqlParam): { ctes?: string; needed: string };
+  sql(jobs: J[], param: SqlParam): { ctes?: string; needed: string };
 }
 
 /**
@@ -38,7 +38,7 @@ export async function withoutIdleReactions(client: Queryable, jobs: QueuedJob[],
   if (!jobs.some((job) => checks.some((check) => check.applies(job)))) return jobs;
   const values: unknown[] = [];
   const param: SqlParam = (value, type) => `$${values.push(value)}::${type}`;
-  const parts = checks.map((check) => check.sql(jobs.filter((job) => check.applies(job)), param));
+  const parts = checks.map((check) => check.sql(jobs.filter(check.applies), param));
   const ctes = parts.flatMap((part) => (part.ctes ? [part.ctes] : []));
   const selects = parts.map((part, i) => `select ${i} as check_index, needed.key from (${part.needed}) as needed(key)`);
   const { rows } = await client.query<{ check_index: number; key: string }>({

@@ -61,7 +61,8 @@ export type RefusalCheck = (request: FastifyRequest, refusal: ProblemError) => P
 
 export function registerErrorHandling(app: FastifyInstance, baseUrl: string, bodyLimit: number, checkRefusal?: RefusalCheck): void {
   app.setErrorHandler(async (err, request, reply) => {
-    const problem = checkRefusal ? await checkRefusal(request, toProblem(err, bodyLimit)) : toProblem(err, bodyLimit);
+    const refusal = toProblem(err, bodyLimit);
+    const problem = checkRefusal ? await checkRefusal(request, refusal) : refusal;
     if (problem.status >= 500) {
       request.log.error({ err }, "request failed");
     } else if (problem.slug !== ProblemSlug.ValidationFailed) {

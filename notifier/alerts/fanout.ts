@@ -49,20 +49,21 @@ export function fanoutStartJob(start: FanoutStart): QueuedJob {
   };
 }
 
-const isFanoutStart = (job: QueuedJob): job is QueuedJob & { payload: { fanoutId: string; batch: 0; reportId: string; eventType: string } } =>
-  job.task === ALERTS_FANOUT_TASK && job.payload.batch === 0;
+type FanoutStartJob = QueuedJob & { payload: { fanoutId: string; batch: 0; reportId: string; eventType: string } };
+
+const isFanoutStart = (job: QueuedJob): job is FanoutStartJob => job.task === ALERTS_FANOUT_TASK && job.payload.batch === 0;
 
 /**
  * The consumer's check of its fan-out starts: those that would find no
  * subscriber are recorded as done at once (store.uncoveredFanoutsSql), in the
  * statement of the consumer's reaction checks, and their jobs dropped.
  */
-export const uncoveredFanoutCheck: ReactionCheck = {
+export const uncoveredFanoutCheck: ReactionCheck<FanoutStartJob> = {
   name: "uncovered-fanouts",
   applies: isFanoutStart,
-  keyOf: (job) => String(job.payload.fanoutId),
+  keyOf: (job) => job.payload.fanoutId,
   sql: (jobs, param) => {
-    const starts = jobs.filter(isFanoutStart).map((job) => job.payload);
+    const starts = jobs.map((job) => job.payload);
     return store.uncoveredFanoutsSql(
       {
         eventIds: param(starts.map((s) => s.fanoutId), "uuid[]"),

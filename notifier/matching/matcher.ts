@@ -77,8 +77,9 @@ export function createMatcher({ pool, logger }: { pool: Pool; logger: Logger }) 
   };
 }
 
-const isLostReportMatch = (job: QueuedJob): job is QueuedJob & { payload: { kind: "lost"; id: string } } =>
-  job.task === MATCH_SUBJECT_TASK && job.payload.kind === "lost";
+type LostReportMatchJob = QueuedJob & { payload: { kind: "lost"; id: string } };
+
+const isLostReportMatch = (job: QueuedJob): job is LostReportMatchJob => job.task === MATCH_SUBJECT_TASK && job.payload.kind === "lost";
 
 /**
  * The consumer's check of new lost reports' matching jobs: dropped when they
@@ -92,12 +93,12 @@ const isLostReportMatch = (job: QueuedJob): job is QueuedJob & { payload: { kind
  * job, which runs after both commits and finds this lost report among its
  * candidates.
  */
-export const idleMatchCheck: ReactionCheck = {
+export const idleMatchCheck: ReactionCheck<LostReportMatchJob> = {
   name: "idle-matches",
   applies: isLostReportMatch,
-  keyOf: (job) => String(job.payload.id),
+  keyOf: (job) => job.payload.id,
   sql: (jobs, param) => ({
-    needed: lostReportsWithMatchWorkSql(param(jobs.filter(isLostReportMatch).map((job) => job.payload.id), "uuid[]"), {
+    needed: lostReportsWithMatchWorkSql(param(jobs.map((job) => job.payload.id), "uuid[]"), {
       radiusM: param(CANDIDATE_WINDOW.radiusM, "double precision"),
       lostAfterS: param(CANDIDATE_WINDOW.lostAfterMs / 1000, "double precision"),
       lostBeforeS: param(CANDIDATE_WINDOW.lostBeforeMs / 1000, "double precision"),
