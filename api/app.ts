@@ -19,6 +19,7 @@ import { clientErrorHandler, registerErrorHandling, sendProblem } from "./plugin
 import { registerGracefulClose } from "./plugins/graceful-close.js";
 import { registerIpLimiter, type IpLimiter } from "./plugins/ip-limiter.js";
 import { registerOpenApi } from "./plugins/openapi.js";
+import { registerRelayWakeUps } from "./plugins/relay-wake-ups.js";
 import { photoRoutes } from "./photos/routes.js";
 import { createObjectStorage, type ObjectStorage } from "../lib/storage/index.js";
 import { safetyRoutes } from "./safety/routes.js";
@@ -78,6 +79,7 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, tagP
     reply.header("x-request-id", request.id);
   });
   registerGracefulClose(app);
+  registerRelayWakeUps(app, deps.wakeRelay);
   if (!storage) app.addHook("onClose", () => deps.storage.close());
 
   if (onRoute) app.addHook("onRoute", onRoute);

@@ -9,6 +9,8 @@ export interface AppDeps {
   pool: Pool;
   /** The bus, for admin requeue (it publishes through the relay's code path). */
   js: JetStreamClient;
+  /** Called after a request that may have written outbox rows (lib/bus.ts relayWaker). */
+  wakeRelay: () => void;
   /** Photo bytes: the S3 bucket, or the local directory in development. */
   storage: ObjectStorage;
 }

@@ -12,7 +12,7 @@ import {
 } from "@nats-io/jetstream";
 import { STREAM_SUBJECTS } from "./events.js";
 import type { Logger } from "./logger.js";
-import type { PublishableOutboxRow } from "./outbox.js";
+import { OUTBOX_WAKE_QUEUE, OUTBOX_WAKE_SUBJECT, type PublishableOutboxRow } from "./outbox.js";
 
 export type { NatsConnection, JetStreamClient };
 
@@ -152,6 +152,32 @@ async function untilTheMetaLayerKnows(jsm: JetStreamManager, name: string, deadl
 
 export function busClient(nc: NatsConnection): JetStreamClient {
   return jetstream(nc);
+}
+
+/**
+ * Wakes a relay after a commit that wrote outbox rows, as the trigger's
+ * notification does for other connections (lib/outbox.ts WAKE_RELAY_BY_BUS).
+ * A core message, fire and forget: nats.js buffers it while reconnecting, and
+ * one lost with a closed connection is found by the relay's 1 s poll.
+ */
+export function relayWaker(nc: NatsConnection): () => void {
+  return () => {
+    try {
+      nc.publish(OUTBOX_WAKE_SUBJECT);
+    } catch {
+      // Closed or draining: the poll finds the row.
+    }
+  };
+}
+
+/** Calls onWake for each wake-up a writer publishes; nats.js re-subscribes after a reconnect. */
+export function onRelayWakeUps(nc: NatsConnection, onWake: () => void): { unsubscribe(): void } {
+  return nc.subscribe(OUTBOX_WAKE_SUBJECT, {
+    queue: OUTBOX_WAKE_QUEUE,
+    callback: (err) => {
+      if (!err) onWake();
+    },
+  });
 }
 
 /**

@@ -28,9 +28,23 @@ export interface PoolOptions {
   max?: number;
   applicationName: string;
   logger: Logger;
+  /** Connection settings (`-c name=value`) besides jit=off, e.g. lib/outbox.ts WAKE_RELAY_BY_BUS. */
+  settings?: Readonly<Record<string, string>>;
 }
 
-export function createPool({ connectionString, max = 10, applicationName, logger }: PoolOptions): Pool {
+/**
+ * A connection's `options`: jit=off and the given settings. Every query here
+ * is short OLTP work. JIT compiles any plan whose estimate passes
+ * jit_above_cost, and the alerts query's nearest-first pass is estimated high
+ * though it reads a page: measured, JIT added 42 ms to a 4 ms query (issue 19).
+ */
+export function connectionOptions(settings: Readonly<Record<string, string>> = {}): string {
+  return Object.entries({ jit: "off", ...settings })
+    .map(([name, value]) => `-c ${name}=${value}`)
+    .join(" ");
+}
+
+export function createPool({ connectionString, max = 10, applicationName, logger, settings = {} }: PoolOptions): Pool {
   const pool = new pg.Pool({
     connectionString,
     max,
@@ -40,11 +54,7 @@ export function createPool({ connectionString, max = 10, applicationName, logger
     idleTimeoutMillis: 30_000,
     statement_timeout: 10_000,
     keepAlive: true,
-    // Every query here is short OLTP work. JIT compiles any plan whose estimate
-    // passes jit_above_cost, and the alerts query's nearest-first pass is
-    // estimated high though it reads a page: measured, JIT added 42 ms to a
-    // 4 ms query (issue 19).
-    options: "-c jit=off",
+    options: connectionOptions(settings),
   });
   // An idle client losing its connection (Postgres restart) must not crash the process.
   pool.on("error", (err) => logger.warn({ err: { message: err.message } }, "db: idle client error"));

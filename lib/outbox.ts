@@ -10,7 +10,8 @@ export interface EventLog {
 
 /**
  * The outbox: every domain change inserts its event here in the same
- * transaction. A statement trigger notifies the relay on commit (see migrations).
+ * transaction. A statement trigger notifies the relay on commit, unless the
+ * connection wakes it over the bus (the API: WAKE_RELAY_BY_BUS).
  */
 
 /**
@@ -18,6 +19,21 @@ export interface EventLog {
  * relay listens on (relay/wake-up.ts).
  */
 export const OUTBOX_WAKE_CHANNEL = "outbox_event_inserted";
+
+/**
+ * The core NATS subject (no stream keeps it) the API publishes after a write,
+ * and the relays listen on as one queue group: a wake-up needs one relay.
+ */
+export const OUTBOX_WAKE_SUBJECT = "outbox.wake";
+export const OUTBOX_WAKE_QUEUE = "relay";
+
+/**
+ * The connection setting (createPool's `settings`) under which the outbox
+ * trigger does not notify: the process wakes the relay over the bus instead
+ * (migration 000011). A notifying commit holds a cluster-wide lock until its
+ * commit record is flushed, so the API's commits would flush one at a time.
+ */
+export const WAKE_RELAY_BY_BUS = { "outbox.wake_relay": "bus" } as const;
 
 export interface OutboxRow {
   id: string;

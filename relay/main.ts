@@ -1,4 +1,4 @@
-import { busClient, connectBus, ensureStream } from "../lib/bus.js";
+import { busClient, connectBus, ensureStream, onRelayWakeUps } from "../lib/bus.js";
 import { loadConfigOrExit, lowerPriority, orExit } from "../lib/boot.js";
 import { loadRelayConfig } from "../lib/config.js";
 import { createPool } from "../lib/db.js";
@@ -66,7 +66,9 @@ const sweep = () =>
   relay.drain().catch((err: Error) => logger.warn({ err: { message: err.message } }, "relay: sweep failed"));
 const heartbeat = setInterval(sweep, config.RELAY_POLL_INTERVAL_MS);
 void sweep();
-// A commit wakes the relay at once: the outbox trigger notifies this channel.
+// A commit wakes the relay at once: the API publishes a wake-up on the bus after
+// its writes, and the outbox trigger notifies this channel for every other writer.
+const busWakeUps = onRelayWakeUps(nc, sweep);
 const wakeUps = listenForWakeUps({
   connectionString: config.DATABASE_URL,
   channel: OUTBOX_WAKE_CHANNEL,
@@ -86,7 +88,7 @@ const health = await startHealthServer({
 // line must find the handler in place, or the signal's default action kills it mid-work.
 installShutdown(logger, [
   { name: "stop sweeping", run: () => clearInterval(heartbeat) },
-  { name: "stop listening for wake-ups", run: () => wakeUps.stop() },
+  { name: "stop listening for wake-ups", run: () => (busWakeUps.unsubscribe(), wakeUps.stop()) },
   { name: "finish relay batch", run: () => relay.stop() },
   { name: "stop worker", run: () => runner.stop() },
   { name: "close health server", run: () => health.close() },

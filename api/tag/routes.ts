@@ -128,7 +128,8 @@ export const tagRoutes: FastifyPluginAsync<TagRoutesOptions> = async (plain, { p
       .code(status)
       .send(tagPage(m, token, viewOf(tag, await photos(pool, tag.animalId)), form));
 
-  app.get("/t/:token", { config: routeConfig, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+  // A view records a scan, and may write the owner's tag-scanned event.
+  app.get("/t/:token", { config: { ...routeConfig, wakesRelay: true }, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
     const m = messagesFor(request);
     const { token } = request.params;
     const tag = await lookupTag(pool, token);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll } from "vitest";
 import type { RouteAuth } from "../../api/plugins/auth.js";
 import { buildApp } from "../../api/app.js";
 import { TAG_CSS } from "../../api/tag/assets.js";
-import { busClient, connectBus, ensureStream, type NatsConnection } from "../../lib/bus.js";
+import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
 import { loadApiConfig, type Env } from "../../lib/config.js";
 import { createPool, type Pool } from "../../lib/db.js";
 import { createObjectStorage, type ObjectStorage } from "../../lib/storage/index.js";
@@ -76,7 +76,7 @@ export function useAbuseHarness(options: { extra?: Env | (() => Env | Promise<En
       checkPublicResponses(route);
     };
     harness.storage = createObjectStorage(config);
-    harness.app = await buildApp({ config, pool: harness.pool, js: busClient(nc), logger, onRoute, storage: harness.storage });
+    harness.app = await buildApp({ config, pool: harness.pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, onRoute, storage: harness.storage });
     await harness.app.ready();
     // OPTIONS * is @fastify/cors's preflight handler, answered before auth; it is not an operation.
     harness.routes = seen.flatMap((route) =>

@@ -2,7 +2,7 @@ import type { FastifyInstance, HTTPMethods } from "fastify";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../api/app.js";
-import { busClient, connectBus, ensureStream, type NatsConnection } from "../../lib/bus.js";
+import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
 import { loadApiConfig } from "../../lib/config.js";
 import { createPool, type Pool } from "../../lib/db.js";
 import { admin, as, devEnv } from "../helpers/app.js";
@@ -28,7 +28,7 @@ beforeAll(async () => {
   app = await buildApp({
     config,
     pool,
-    js: busClient(nc),
+    js: busClient(nc), wakeRelay: relayWaker(nc),
     logger,
     onRoute: (route) => {
       for (const method of [route.method].flat()) registered.push({ method, url: route.url });

@@ -3,7 +3,9 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { assertMigrated } from "../../lib/migrate.js";
-import { OUTBOX_WAKE_CHANNEL } from "../../lib/outbox.js";
+import pino from "pino";
+import { createPool } from "../../lib/db.js";
+import { OUTBOX_WAKE_CHANNEL, WAKE_RELAY_BY_BUS } from "../../lib/outbox.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { eventually } from "../helpers/stream.js";
 
@@ -62,13 +64,19 @@ describe("audit_event is append-only, enforced by the database", () => {
   });
 });
 
+/** A connection listening where the outbox trigger notifies, and the channels it heard. */
+async function listenOnTheRelaysChannel(): Promise<{ listener: pg.Client; received: string[] }> {
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const received: string[] = [];
+  listener.on("notification", (n) => received.push(n.channel));
+  await listener.query(`listen ${OUTBOX_WAKE_CHANNEL}`);
+  return { listener, received };
+}
+
 describe("an outbox insert wakes the relay on commit", () => {
   it("notifies the relay's channel once per committing transaction, never for a rolled-back insert, and queues no job", async () => {
-    const listener = new pg.Client({ connectionString: db.url });
-    await listener.connect();
-    const received: string[] = [];
-    listener.on("notification", (n) => received.push(n.channel));
-    await listener.query(`listen ${OUTBOX_WAKE_CHANNEL}`);
+    const { listener, received } = await listenOnTheRelaysChannel();
     const client = await db.pool.connect();
     try {
       await client.query("begin");
@@ -89,6 +97,24 @@ describe("an outbox insert wakes the relay on commit", () => {
       expect(jobs.rows[0].n).toBe(0);
     } finally {
       client.release();
+      await listener.end();
+    }
+  });
+
+  it("does not notify from a connection that wakes the relay over the bus (the API's)", async () => {
+    const { listener, received } = await listenOnTheRelaysChannel();
+    const byBus = createPool({ connectionString: db.url, max: 1, applicationName: "api-test", logger: pino({ level: "silent" }), settings: WAKE_RELAY_BY_BUS });
+    try {
+      const inserted = await byBus.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1') returning id`);
+      // Notifications arrive in commit order: once a later commit's has come, an earlier one would have.
+      await db.pool.query(`insert into outbox_event (type) values ('events.animal.found_reported.v1')`);
+      await eventually(async () => (received.length > 0 ? true : undefined), 5_000, 10);
+      await listener.query("select 1");
+      expect(received).toEqual([OUTBOX_WAKE_CHANNEL]);
+      const { rows } = await db.pool.query(`select count(*)::int as n from outbox_event where id = $1`, [inserted.rows[0].id]);
+      expect(rows[0].n).toBe(1);
+    } finally {
+      await byBus.end();
       await listener.end();
     }
   });

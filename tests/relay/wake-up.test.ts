@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { sampleValue, scrape } from "../helpers/exposition.js";
 import { useTestStack } from "../helpers/harness.js";
+import { createLostReport } from "../helpers/stack.js";
 import type { ServiceProcess } from "../helpers/processes.js";
 import { eventually } from "../helpers/stream.js";
 
@@ -25,6 +26,27 @@ async function publishedWithin(id: string, timeoutMs: number): Promise<void> {
     return rows.length === 1 ? true : undefined;
   }, timeoutMs, 20);
 }
+
+describe("an API write wakes the relay over the bus", () => {
+  it("publishes a report the API created, whose commit sent no notification, while the relay's poll is a minute away", async () => {
+    const relay = await h.stack.start("relay");
+    await relay.waitForLog((l) => l.msg === "relay: listening for outbox wake-ups");
+    await h.stack.start("api");
+    const created = await createLostReport(h.stack.baseUrl, "bus-wake");
+    expect(created.status).toBe(201);
+    await eventually(async () => {
+      const { rows } = await h.db.pool.query(
+        `select 1 from outbox_event where type = $1 and payload->>'reportId' = $2 and published_at is not null`,
+        [EventType.AnimalLostReported, created.id],
+      );
+      return rows.length === 1 ? true : undefined;
+    }, 5_000, 20);
+    // The notification path is idle: the API's connections do not notify (tests/foundation/migrations.test.ts).
+    expect(await wakeUpMetrics(relay)).toEqual({ listening: 1, lost: 0 });
+    await relay.stop();
+    h.stack.processes.splice(h.stack.processes.indexOf(relay), 1);
+  });
+});
 
 describe("a commit wakes the relay through the outbox's notification", () => {
   it("publishes a committed row within seconds while the relay's poll is a minute away", async () => {

@@ -7,7 +7,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../api/app.js";
 import { catalogues, type Language } from "../../api/tag/i18n/index.js";
-import { busClient, connectBus, ensureStream, type NatsConnection } from "../../lib/bus.js";
+import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
 import { loadApiConfig } from "../../lib/config.js";
 import { coarsen } from "../../lib/geo.js";
 import { createPool, type Pool } from "../../lib/db.js";
@@ -86,7 +86,7 @@ beforeAll(async () => {
   await ensureStream(nc, config.NATS_STREAM);
   pool = createPool({ connectionString: config.DATABASE_URL, max: 4, applicationName: "tag-browser-test", logger });
   // The photo slot's source until animal photos exist is empty; here it gives one same-origin thumb.
-  app = await buildApp({ config, pool, js: busClient(nc), logger, tagPhotos: async () => [THUMB_URL] });
+  app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, tagPhotos: async () => [THUMB_URL] });
   app.get(THUMB_URL, { config: { auth: "public" }, schema: { hide: true } }, (_request, reply) =>
     reply.type("image/webp").header("cache-control", "public, max-age=31536000, immutable").send(thumb),
   );
