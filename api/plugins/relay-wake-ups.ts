@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 
 declare module "fastify" {
   interface FastifyContextConfig {
-    /** A read route that can write an event (the tag page records a scan) wakes the relay too. */
+    /** A GET that can write an event (the tag page records a scan) wakes the relay too; its HEAD records nothing. */
     wakesRelay?: boolean;
   }
 }
@@ -11,7 +11,7 @@ const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
  * Wakes the relay after every request that may have committed outbox rows:
- * a write that succeeded, or a read route marked `wakesRelay`. The API's
+ * a write that succeeded, or a GET of a route marked `wakesRelay`. The API's
  * connections do not notify the relay from the outbox trigger
  * (lib/outbox.ts WAKE_RELAY_BY_BUS); this is their wake-up. A refusal wrote
  * nothing, so it wakes nobody: a flood of 429s costs the relay no claims. A
@@ -20,7 +20,8 @@ const READS = new Set(["GET", "HEAD", "OPTIONS"]);
  */
 export function registerRelayWakeUps(app: FastifyInstance, wakeRelay: () => void): void {
   app.addHook("onResponse", (request, reply, done) => {
-    if (reply.statusCode < 400 && (!READS.has(request.method) || request.routeOptions.config.wakesRelay)) wakeRelay();
+    const mayHaveWritten = !READS.has(request.method) || (request.method === "GET" && request.routeOptions.config.wakesRelay);
+    if (reply.statusCode < 400 && mayHaveWritten) wakeRelay();
     done();
   });
 }

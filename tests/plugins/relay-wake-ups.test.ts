@@ -68,12 +68,18 @@ describe("the API wakes the relay over the bus after a request that may have wri
     expect(read).toBe(0);
   });
 
-  it("the tag page, a read that records a scan, wakes it", async () => {
+  it("the tag page's GET, a read that records a scan, wakes it; its HEAD does not", async () => {
     const { token } = await animalWithTag(h.api, freshActor("owner"));
     const viewed = await wakeUpsDuring(async () => {
       const res = await call(h.api, { method: "GET", url: `/t/${token}`, headers: { accept: "text/html" } });
       expect(res.statusCode).toBe(200);
     });
     expect(viewed).toBe(1);
+    // HEAD shows the page but records no view, so it writes nothing.
+    const probed = await wakeUpsDuring(async () => {
+      const res = await call(h.api, { method: "HEAD", url: `/t/${token}`, headers: { accept: "text/html" } });
+      expect(res.statusCode).toBe(200);
+    });
+    expect(probed).toBe(0);
   });
 });
