@@ -88,7 +88,8 @@ const health = await startHealthServer({
 // line must find the handler in place, or the signal's default action kills it mid-work.
 installShutdown(logger, [
   { name: "stop sweeping", run: () => clearInterval(heartbeat) },
-  { name: "stop listening for wake-ups", run: () => (busWakeUps.unsubscribe(), wakeUps.stop()) },
+  { name: "stop taking bus wake-ups", run: () => busWakeUps.unsubscribe() },
+  { name: "stop listening for wake-ups", run: () => wakeUps.stop() },
   { name: "finish relay batch", run: () => relay.stop() },
   { name: "stop worker", run: () => runner.stop() },
   { name: "close health server", run: () => health.close() },

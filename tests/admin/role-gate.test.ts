@@ -28,7 +28,8 @@ beforeAll(async () => {
   app = await buildApp({
     config,
     pool,
-    js: busClient(nc), wakeRelay: relayWaker(nc),
+    js: busClient(nc),
+    wakeRelay: relayWaker(nc),
     logger,
     onRoute: (route) => {
       for (const method of [route.method].flat()) registered.push({ method, url: route.url });
