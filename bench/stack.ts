@@ -19,6 +19,8 @@ export interface BenchStack {
   baseUrls: string[];
   dbUrl: string;
   natsUrl: string;
+  /** The bench's own nats-server, when it started one (bench:cost counts its CPU). */
+  natsPid: number | undefined;
   pool: pg.Pool;
   api: ServiceProcess;
   relay: ServiceProcess;
@@ -126,6 +128,7 @@ export async function startBenchStack(
     baseUrls: [ports.api, ...extraApiPorts].map((port) => `http://127.0.0.1:${port}`),
     dbUrl,
     natsUrl,
+    natsPid: nats?.pid,
     pool: new pg.Pool({ connectionString: dbUrl, max: 20 }),
     api: startApi(ports.api),
     notifier: startNotifier(),

@@ -82,7 +82,7 @@ offset = statSync(logPath).size;
 const started = Date.now();
 const result = await load({ baseUrl: stack.baseUrl, rate, durationSec: seconds, kind: "create", connections: 16 });
 const settled = async () =>
-  (await stack.pool.query(`select (select count(*) from outbox_event where published_at is null) + (select count(*) from graphile_worker.jobs where run_at <= now()) as n`)).rows[0].n === "0";
+  Number((await stack.pool.query(`select (select count(*) from outbox_event where published_at is null) + (select count(*) from graphile_worker.jobs where run_at <= now()) as n`)).rows[0].n) === 0;
 for (let i = 0; i < 600 && !(await settled()); i++) await new Promise((r) => setTimeout(r, 100));
 // Let the last jobs' completions land in the log.
 await new Promise((r) => setTimeout(r, 1500));
