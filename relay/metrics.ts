@@ -8,30 +8,43 @@ export interface RelayMetrics {
 }
 
 /**
+ * The outbox's backlog and its oldest row's age, in one statement that both
+ * gauges of a scrape share: prom-client collects them at once, and read apart
+ * (two pool connections, two snapshots) a scrape could show a backlog of 0
+ * beside the age of a row the relay published between the two reads.
+ */
+function outboxStateReader(db: Queryable): () => Promise<{ n: number; age: number | null }> {
+  let inFlight: Promise<{ n: number; age: number | null }> | undefined;
+  return () =>
+    (inFlight ??= db
+      .query<{ n: number; age: number | null }>(
+        `select count(*)::int as n, extract(epoch from now() - min(occurred_at))::float8 as age
+         from outbox_event where published_at is null`,
+      )
+      .then(({ rows }) => rows[0]!)
+      .finally(() => {
+        inFlight = undefined;
+      }));
+}
+
+/**
  * Backlog size and age are read from the outbox at scrape time (kept at their
  * last values while Postgres is unreachable; see registerSourcedGauge);
  * publish figures are counted as they happen.
  */
 export function createRelayMetrics(registry: Registry, db: Queryable): RelayMetrics {
+  const outboxState = outboxStateReader(db);
   registerSourcedGauge(registry, {
     name: "outbox_backlog",
     help: "Unpublished outbox rows",
     source: "postgres",
-    async read() {
-      const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from outbox_event where published_at is null`);
-      return [{ value: rows[0]!.n }];
-    },
+    read: async () => [{ value: (await outboxState()).n }],
   });
   registerSourcedGauge(registry, {
     name: "outbox_oldest_unpublished_age_seconds",
     help: "Age of the oldest unpublished outbox row (0 when none)",
     source: "postgres",
-    async read() {
-      const { rows } = await db.query<{ age: number | null }>(
-        `select extract(epoch from now() - min(occurred_at))::float8 as age from outbox_event where published_at is null`,
-      );
-      return [{ value: rows[0]?.age ?? 0 }];
-    },
+    read: async () => [{ value: (await outboxState()).age ?? 0 }],
   });
   registerWorkerQueueDepth(registry, db);
   return {
