@@ -10,7 +10,7 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import { z } from "zod";
-import { withOwnTransaction, type Pool } from "../lib/db.js";
+import { createPool, withOwnTransaction, type Pool } from "../lib/db.js";
 import { STREAM_SUBJECTS, type EventEnvelope, type EventType } from "../lib/events.js";
 import type { Logger } from "../lib/logger.js";
 import { InvalidEventError } from "../lib/events.js";
@@ -114,6 +114,25 @@ const Envelope = z.object({
   data: z.record(z.string(), z.unknown()),
 });
 type RawEvent = z.output<typeof Envelope>;
+
+/**
+ * The consumer's sessions plan its prepared statements once, generically.
+ * Left to choose, Postgres planned the reaction checks' statement (one per
+ * batch) afresh at every execution: knowing its arrays' lengths, each custom
+ * plan was estimated cheaper than the generic one, so it never switched
+ * (pg_prepared_statements: 15 custom plans in 15 runs, none generic), and the
+ * planning cost about 0.5 ms of Postgres CPU a batch, half the notifier's
+ * share of a create (session 24, bench/README.md). The consumer's statements
+ * are the checks, the notification insert and add_jobs, each of the same
+ * shape whatever the batch; the notifier's jobs keep the default, in their
+ * own pool.
+ */
+export const CONSUMER_SESSION_SETTINGS = { plan_cache_mode: "force_generic_plan" } as const;
+
+/** The consumer's own pool, with CONSUMER_SESSION_SETTINGS. */
+export function createConsumerPool({ connectionString, max, logger }: { connectionString: string; max: number; logger: Logger }): Pool {
+  return createPool({ connectionString, max, logger, applicationName: "notifier-consumer", settings: CONSUMER_SESSION_SETTINGS });
+}
 
 /** Messages turned into notifications in one transaction. */
 export const MAX_BATCH = 100;

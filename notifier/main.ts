@@ -8,7 +8,7 @@ import { createMetricsRegistry, registerMetricsRoute } from "../lib/metrics.js";
 import { installShutdown } from "../lib/shutdown.js";
 import { createObjectStorage } from "../lib/storage/index.js";
 import { startWorker } from "../lib/worker.js";
-import { NotificationConsumer } from "./consumer.js";
+import { createConsumerPool, NotificationConsumer } from "./consumer.js";
 import { startFanoutWorker } from "./alerts/worker.js";
 import { buildDeliverers } from "./deliverers/index.js";
 import { notificationHandlers } from "./handlers.js";
@@ -32,6 +32,8 @@ const pool = createPool({
   logger,
 });
 
+const consumerPool = createConsumerPool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_SIZE, logger });
+
 let nc;
 let consumer;
 try {
@@ -39,7 +41,7 @@ try {
   await ensureStream(nc, config.NATS_STREAM, { replicas: config.NATS_REPLICAS });
   consumer = new NotificationConsumer({
     nc,
-    pool,
+    pool: consumerPool,
     logger,
     stream: config.NATS_STREAM,
     name: config.NOTIFIER_CONSUMER_NAME,
@@ -50,7 +52,7 @@ try {
   });
   await consumer.ensure();
 } catch (err) {
-  await pool.end();
+  await Promise.all([pool.end(), consumerPool.end()]);
   exitFatal(logger, `notifier: connect: ${(err as Error).message}`, err);
 }
 
@@ -109,7 +111,7 @@ installShutdown(logger, [
   { name: "close deliverers", run: () => Object.values(deliverers).forEach((d) => d.close?.()) },
   { name: "drain bus", run: () => nc.drain() },
   { name: "close photo storage", run: () => storage.close() },
-  { name: "end pool", run: () => pool.end() },
+  { name: "end pools", run: () => Promise.all([pool.end(), consumerPool.end()]) },
 ]);
 
 logger.info(

@@ -259,7 +259,7 @@ describe("SIGTERM shuts the notifier down in order", () => {
       "close deliverers",
       "drain bus",
       "close photo storage",
-      "end pool",
+      "end pools",
     ]);
   });
 });
