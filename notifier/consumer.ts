@@ -121,8 +121,8 @@ type RawEvent = z.output<typeof Envelope>;
  * batch) afresh at every execution: knowing its arrays' lengths, each custom
  * plan was estimated cheaper than the generic one, so it never switched
  * (pg_prepared_statements: 15 custom plans in 15 runs, none generic), and the
- * planning cost about 0.5 ms of Postgres CPU a batch, half the notifier's
- * share of a create (session 24, bench/README.md). The consumer's statements
+ * planning cost about 0.4 ms of Postgres CPU a create, over a third of the
+ * notifier's share (session 24, bench/README.md). The consumer's statements
  * are the checks, the notification insert and add_jobs, each of the same
  * shape whatever the batch; the notifier's jobs keep the default, in their
  * own pool.
