@@ -5,40 +5,21 @@
  * figure to compare across runs on a busy machine. Reads utime + stime from
  * /proc for each of our processes, the bench's own nats-server, and Postgres
  * (below, split by the pool that spent it), and minor page faults beside
- * them. Until session 24 the settle wait below never saw its count as 0 (pg
- * returns count(*) as a number here, lib/db.ts), so every reading included a
- * minute of the idle stack's CPU, and nats-server was left out.
+ * them. Until session 24 every reading included a minute of the idle
+ * stack's CPU (see waitUntilSettled), and nats-server was left out.
  */
 import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { createRawTables, rawWriteThroughput } from "./baselines.js";
+import { procUsage } from "./cpu.js";
 import { load } from "./load.js";
 import { summariseProfiles } from "./profile.js";
-import { log, machine, startBenchStack } from "./stack.js";
+import { log, machine, startBenchStack, waitUntilSettled } from "./stack.js";
 import { round } from "./stats.js";
 
-const TICK_MS = 10; // USER_HZ is 100 on Linux
 const creates = Number(process.env.COST_CREATES ?? 3000);
 
-/**
- * A process's CPU time (utime + stime) and minor page faults, from /proc;
- * with `reaped`, those of its children it has waited for too (cutime,
- * cstime, cminflt), so a Postgres backend that exits mid-run keeps counting
- * through the postmaster that reaped it.
- */
-function usage(pid: number | undefined, reaped = false): { cpuMs: number; faults: number } {
-  if (!pid) return { cpuMs: 0, faults: 0 };
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ").map(Number);
-    const ticks = f[11]! + f[12]! + (reaped ? f[13]! + f[14]! : 0);
-    return { cpuMs: ticks * TICK_MS, faults: f[7]! + (reaped ? f[8]! : 0) };
-  } catch {
-    return { cpuMs: 0, faults: 0 };
-  }
-}
-const cpuMs = (pid: number | undefined) => usage(pid).cpuMs;
-const faults = (pid: number | undefined) => usage(pid).faults;
 
 // COST_PROFILE=<dir>: also write each process's CPU profile there, with a top-20 summary (bench/profile.ts).
 const profileDir = process.env.COST_PROFILE;
@@ -69,7 +50,7 @@ async function postgresByPid(): Promise<Map<number, { label: string; cpuMs: numb
   const { rows } = await stack.pool.query<{ pid: number; label: string }>(
     `select pid, coalesce(nullif(application_name, ''), backend_type) as label from pg_stat_activity`,
   );
-  return new Map(rows.map((r) => [r.pid, { label: r.label, cpuMs: cpuMs(r.pid) }]));
+  return new Map(rows.map((r) => [r.pid, { label: r.label, cpuMs: procUsage(r.pid).cpuMs }]));
 }
 
 /**
@@ -90,19 +71,23 @@ function postgresSplit(a: Map<number, { label: string; cpuMs: number }>, b: Map<
 }
 
 async function snapshot() {
-  const pg = postgresPids().map((pid) => usage(pid, true));
+  const pg = postgresPids().map((pid) => procUsage(pid, true));
+  const api = procUsage(stack.api.child.pid);
+  const relay = procUsage(stack.relay.child.pid);
+  const notifier = procUsage(stack.notifier.child.pid);
+  const nats = procUsage(stack.natsPid);
   return {
-    api: cpuMs(stack.api.child.pid),
-    relay: cpuMs(stack.relay.child.pid),
-    notifier: cpuMs(stack.notifier.child.pid),
+    api: api.cpuMs,
+    relay: relay.cpuMs,
+    notifier: notifier.cpuMs,
     postgres: pg.reduce((sum, u) => sum + u.cpuMs, 0),
-    nats: cpuMs(stack.natsPid),
+    nats: nats.cpuMs,
     // Minor page faults: on the PVM guests these VMs are, each costs about 15 µs (bench/README.md, session 24).
-    apiFaults: faults(stack.api.child.pid),
-    relayFaults: faults(stack.relay.child.pid),
-    notifierFaults: faults(stack.notifier.child.pid),
+    apiFaults: api.faults,
+    relayFaults: relay.faults,
+    notifierFaults: notifier.faults,
     postgresFaults: pg.reduce((sum, u) => sum + u.faults, 0),
-    natsFaults: faults(stack.natsPid),
+    natsFaults: nats.faults,
   };
 }
 type Snapshot = Awaited<ReturnType<typeof snapshot>>;
@@ -119,13 +104,7 @@ const raw = perEvent(rawBefore, await snapshot(), Math.round(rawTps * 6));
 await stack.restartRelay();
 
 log(`API: ${creates} creates at 150/s, then until the outbox and the job queue are empty`);
-const settled = async () =>
-  Number((await stack.pool.query(`select (select count(*) from outbox_event where published_at is null) + (select count(*) from graphile_worker.jobs where run_at <= now()) as n`)).rows[0].n) === 0;
-const settle = async () => {
-  const start = performance.now();
-  for (let i = 0; i < 600 && !(await settled()); i++) await new Promise((r) => setTimeout(r, 100));
-  log(`settled in ${round(performance.now() - start, 0)} ms`);
-};
+const settle = async () => log(`settled in ${round(await waitUntilSettled(stack.pool), 0)} ms`);
 // Warm-up at the same rate, so the pools' connections are open before the first reading: a backend born
 // mid-run would be counted as churn, not as the API's.
 await load({ baseUrl: stack.baseUrl, rate: 150, durationSec: 2, kind: "create", connections: 64 });

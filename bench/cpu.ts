@@ -3,14 +3,22 @@ import { round } from "./stats.js";
 
 /** CPU use of the bench's processes, from /proc (Linux). */
 
-const TICK = 100; // /proc CPU times are in clock ticks of 1/100 s on Linux
+const TICK_MS = 10; // /proc CPU times are in clock ticks of 1/100 s on Linux
 
-function cpuTicks(pid: number): number {
+/**
+ * A process's CPU time (utime + stime) and minor page faults, from /proc;
+ * with `reaped`, those of its children it has waited for too (cutime,
+ * cstime, cminflt), so a Postgres backend that exits mid-run keeps counting
+ * through the postmaster that reaped it. Zero for a process gone or unknown.
+ */
+export function procUsage(pid: number | undefined, reaped = false): { cpuMs: number; faults: number } {
+  if (!pid) return { cpuMs: 0, faults: 0 };
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return Number(fields[11]) + Number(fields[12]); // utime + stime
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ").map(Number);
+    const ticks = f[11]! + f[12]! + (reaped ? f[13]! + f[14]! : 0);
+    return { cpuMs: ticks * TICK_MS, faults: f[7]! + (reaped ? f[8]! : 0) };
   } catch {
-    return 0;
+    return { cpuMs: 0, faults: 0 };
   }
 }
 
@@ -31,13 +39,17 @@ export function postgresBackends(database: string): number[] {
 /** CPU seconds per second used by each named process group while `run` runs. */
 export async function withCpu<T>(groups: () => Record<string, number[]>, run: () => Promise<T>): Promise<{ result: T; cpu: Record<string, number> }> {
   const before = new Map<number, number>();
-  for (const pids of Object.values(groups())) for (const pid of pids) before.set(pid, cpuTicks(pid));
+  for (const pids of Object.values(groups())) for (const pid of pids) before.set(pid, procUsage(pid).cpuMs);
   const started = performance.now();
   const result = await run();
   const seconds = (performance.now() - started) / 1000;
   const cpu: Record<string, number> = {};
   for (const [name, pids] of Object.entries(groups())) {
-    cpu[name] = round(pids.reduce((t, pid) => t + cpuTicks(pid) - (before.get(pid) ?? cpuTicks(pid)), 0) / TICK / seconds, 2);
+    const spentMs = pids.reduce((t, pid) => {
+      const now = procUsage(pid).cpuMs;
+      return t + now - (before.get(pid) ?? now);
+    }, 0);
+    cpu[name] = round(spentMs / 1000 / seconds, 2);
   }
   return { result, cpu };
 }

@@ -167,3 +167,23 @@ export async function startBenchStack(
   for (const port of [ports.api, ...extraApiPorts, ports.notifier]) await waitForPort(port, 30_000);
   return stack;
 }
+
+/**
+ * Waits (at most a minute) until the outbox and the job queue are empty,
+ * after a load; returns how long it took. Postgres's count comes back as a
+ * number here (lib/db.ts parses bigint): until session 24 both callers
+ * compared it with "0" and always waited the whole minute.
+ */
+export async function waitUntilSettled(pool: pg.Pool): Promise<number> {
+  const start = performance.now();
+  const pending = async () =>
+    Number(
+      (
+        await pool.query(
+          `select (select count(*) from outbox_event where published_at is null) + (select count(*) from graphile_worker.jobs where run_at <= now()) as n`,
+        )
+      ).rows[0].n,
+    );
+  for (let i = 0; i < 600 && (await pending()) > 0; i++) await new Promise((r) => setTimeout(r, 100));
+  return performance.now() - start;
+}

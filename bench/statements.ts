@@ -12,7 +12,7 @@
  */
 import { openSync, readSync, statSync, closeSync } from "node:fs";
 import { load } from "./load.js";
-import { log, startBenchStack } from "./stack.js";
+import { log, startBenchStack, waitUntilSettled } from "./stack.js";
 import { round } from "./stats.js";
 
 const DATABASE = "ass_bench_statements";
@@ -81,9 +81,7 @@ log(`load: ${rate}/s for ${seconds} s, then until the outbox and the job queue a
 offset = statSync(logPath).size;
 const started = Date.now();
 const result = await load({ baseUrl: stack.baseUrl, rate, durationSec: seconds, kind: "create", connections: 16 });
-const settled = async () =>
-  Number((await stack.pool.query(`select (select count(*) from outbox_event where published_at is null) + (select count(*) from graphile_worker.jobs where run_at <= now()) as n`)).rows[0].n) === 0;
-for (let i = 0; i < 600 && !(await settled()); i++) await new Promise((r) => setTimeout(r, 100));
+await waitUntilSettled(stack.pool);
 // Let the last jobs' completions land in the log.
 await new Promise((r) => setTimeout(r, 1500));
 await markOwn();
