@@ -35,21 +35,24 @@ async function pagesRead(client: PoolClient): Promise<{ heap: number; index: num
 
 describe("the relay's claim", () => {
   it("reads no heap page of the rows published before it, once one claim has passed them", async () => {
-    await db.pool.query(
-      `insert into outbox_event (type, payload) select $1, jsonb_build_object('n', n) from generate_series(1, 3000) as n`,
-      [EventType.AnimalLostReported],
-    );
-    await db.pool.query(`update outbox_event set published_at = now()`);
-    // No statistics, as on a Postgres whose autovacuum is off (this machine's): the planner guesses a few
-    // dozen unpublished rows, and picked a bitmap scan for them.
-
+    // Every page read of outbox_event in this test is this one session's, so the counters between the two
+    // readings are the claim's alone: another backend's pending counts could be flushed in between.
     const client = await db.pool.connect();
     try {
+      await client.query(`alter table outbox_event set (autovacuum_enabled = false)`);
+      await client.query(
+        `insert into outbox_event (type, payload) select $1, jsonb_build_object('n', n) from generate_series(1, 3000) as n`,
+        [EventType.AnimalLostReported],
+      );
+      await client.query(`update outbox_event set published_at = now()`);
+      // No statistics, as on a Postgres whose autovacuum is off (this machine's): the planner guesses a few
+      // dozen unpublished rows, and picked a bitmap scan for them.
+
       expect(await beginAndClaimUnpublishedBatch(client, 100)).toEqual([]);
       await markPublishedAndCommit(client, []);
 
       const [fresh] = (
-        await db.pool.query<{ id: string }>(`insert into outbox_event (type, payload) values ($1, '{}') returning id`, [EventType.AnimalLostReported])
+        await client.query<{ id: string }>(`insert into outbox_event (type, payload) values ($1, '{}') returning id`, [EventType.AnimalLostReported])
       ).rows;
       const before = await pagesRead(client);
       const claimed = await beginAndClaimUnpublishedBatch(client, 100);
