@@ -20,7 +20,7 @@ import { uncoveredFanoutCheck } from "./alerts/fanout.js";
 import { idleMatchCheck } from "./matching/matcher.js";
 import { withoutIdleReactions } from "./reaction-checks.js";
 import { reactionJobs, type QueuedJob, type ReactionRegistry } from "./reactions.js";
-import { channelsFor, emailPreferences, insertNotifications, queueJobs } from "./store.js";
+import { channelsFor, emailPreferences, insertNotifications, needingDelivery, queueJobs } from "./store.js";
 
 /** Default ack wait; NOTIFIER_ACK_WAIT_MS overrides it. */
 export const ACK_WAIT_MS = 30_000;
@@ -183,7 +183,7 @@ export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise
         ),
       ),
     );
-    await enqueueDeliveries(client, inserted.map((n) => n.id));
+    await enqueueDeliveries(client, needingDelivery(inserted));
     await queueJobs(client, jobs);
     await client.query("commit");
     return new Set(inserted.map((n) => n.sourceEventId));

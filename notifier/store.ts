@@ -52,24 +52,43 @@ export const notificationArrays = (batch: NewNotification[]): unknown[] => [
 export const notificationsUnnest = `unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])`;
 
 /**
- * Inserts the notifications that do not exist yet, in one statement; the
- * unique (source event, recipient, channel) leaves out the ones a redelivery
- * or a second notifier already wrote. Returns the new ids by source event.
+ * status, attempts, round_attempts and sent_at of a new row on channel `c`.
+ * An in_app row is written `sent`: the row is the in-app message (read at
+ * GET /v1/me/notifications), and its delivery job would only mark it sent, at
+ * the price of a job (its insert, claim and delete), an advisory lock, a read
+ * and an update for every in-app notification (bench/README.md, session 25).
+ */
+export const newRowStatus = (c: string) =>
+  `case when ${c} = 'in_app' then 'sent' else 'pending' end,
+   case when ${c} = 'in_app' then 1 else 0 end, case when ${c} = 'in_app' then 1 else 0 end,
+   case when ${c} = 'in_app' then now() end`;
+
+/**
+ * Inserts the notifications that do not exist yet, in one statement, in_app
+ * ones written sent (newRowStatus); the unique (source event, recipient,
+ * channel) leaves out the ones a redelivery or a second notifier already
+ * wrote. Returns the new rows; needingDelivery picks the ones a delivery job
+ * still has to send.
  */
 export async function insertNotifications(
   client: Queryable,
   batch: NewNotification[],
-): Promise<Array<{ id: string; sourceEventId: string }>> {
+): Promise<Array<{ id: string; sourceEventId: string; channel: Channel }>> {
   if (batch.length === 0) return [];
-  const { rows } = await client.query<{ id: string; sourceEventId: string }>(
-    `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data)
-     select * from ${notificationsUnnest}
+  const { rows } = await client.query<{ id: string; sourceEventId: string; channel: Channel }>(
+    `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
+                               status, attempts, round_attempts, sent_at)
+     select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d, ${newRowStatus("u.c")}
+     from ${notificationsUnnest} as u(r, c, e, k, t, kind, s, b, d)
      on conflict (source_event_id, recipient_actor_id, channel) do nothing
-     returning id, source_event_id as "sourceEventId"`,
+     returning id, source_event_id as "sourceEventId", channel`,
     notificationArrays(batch),
   );
   return rows;
 }
+
+/** The ids of new notifications that need a delivery job: all but in_app, which are written sent. */
+export const needingDelivery = (rows: Array<{ id: string; channel: string }>) => rows.filter((r) => r.channel !== "in_app").map((r) => r.id);
 
 /** Inserts one notification unless it exists; returns the new id, or null. */
 export async function insertNotification(client: Queryable, n: NewNotification): Promise<string | null> {

@@ -3,10 +3,9 @@ import { DAILY_ALERT_CAP, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { enqueueDeliveries } from "../../lib/notifications.js";
-import { channelsFor, emailPreferences, type NewNotification } from "../store.js";
+import { channelsFor, emailPreferences, insertNotifications, needingDelivery, type NewNotification } from "../store.js";
 import { closestCoveringSubscriptions } from "./coverage.js";
 import { digestDraft, digestSourceId, type AlertReport } from "./messages.js";
-import { insertAlertNotifications, needingDelivery } from "./notifications.js";
 
 /**
  * The morning digest (graphile-worker cron in the notifier's worker): each
@@ -152,7 +151,7 @@ export async function runDigest(pool: Pool, today?: string, dailyCap = DAILY_ALE
           channel,
         }));
       });
-      const inserted = await insertAlertNotifications(client, notifications);
+      const inserted = await insertNotifications(client, notifications);
       await enqueueDeliveries(client, needingDelivery(inserted), { priority: NEARBY_DELIVERY_PRIORITY });
       return { subscriberDays: new Set(rows.map((r) => `${r.actorId}\n${r.day}`)).size, notifications: inserted.length };
     });

@@ -1,37 +1,9 @@
 import type { Queryable } from "../../lib/db.js";
 import type { Channel } from "../../lib/notifications.js";
 import type { NotificationDraft } from "../handlers.js";
-import { notificationArrays, notificationsUnnest, type NewNotification } from "../store.js";
+import { newRowStatus } from "../store.js";
 
-/** The nearby_lost notification rows of the fan-out and the digest, written thousands at a time. */
-
-/** status, attempts, round_attempts and sent_at of a row on channel `c`: an in_app row is written sent. */
-const sentIfInApp = (c: string) =>
-  `case when ${c} = 'in_app' then 'sent' else 'pending' end,
-   case when ${c} = 'in_app' then 1 else 0 end, case when ${c} = 'in_app' then 1 else 0 end,
-   case when ${c} = 'in_app' then now() end`;
-
-/**
- * Inserts a batch's notifications in one statement, like the consumer's
- * insertNotifications, except that in_app rows are written already `sent`:
- * the row is the in-app message and the in-app deliverer only marks it sent,
- * which would cost a job (an advisory lock, a read and an update) for each of
- * thousands of recipients. Returns the new rows; the ones not in_app (email)
- * still need a delivery job. A row that exists already (a replay) is left alone.
- */
-export async function insertAlertNotifications(client: Queryable, batch: NewNotification[]): Promise<Array<{ id: string; channel: string }>> {
-  if (batch.length === 0) return [];
-  const { rows } = await client.query<{ id: string; channel: string }>(
-    `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
-                               status, attempts, round_attempts, sent_at)
-     select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d, ${sentIfInApp("u.c")}
-     from ${notificationsUnnest} as u(r, c, e, k, t, kind, s, b, d)
-     on conflict (source_event_id, recipient_actor_id, channel) do nothing
-     returning id, channel`,
-    notificationArrays(batch),
-  );
-  return rows;
-}
+/** The nearby_lost notification rows of the fan-out, written thousands at a time. */
 
 export interface NearbyRow {
   actorId: string;
@@ -46,7 +18,7 @@ export interface NearbyRow {
  * body and data picked in SQL from `texts` (messages.ts nearbyLostTexts, one
  * per km) by its rounded distance, with its subscription id added to the
  * data: the batch sends Postgres four short columns per row instead of the
- * texts. In-app rows are written sent, as in insertAlertNotifications; a row
+ * texts. In-app rows are written sent, as in insertNotifications; a row
  * that exists already (a replay) is left alone. Returns the ids of the new
  * rows that need a delivery job (the email ones).
  */
@@ -63,7 +35,7 @@ export async function insertNearbyNotifications(
                                  status, attempts, round_attempts, sent_at)
        select u.r, u.c, $5::uuid, $6::text, $7::text, $8::text, ($9::text[])[u.km + 1], ($10::text[])[u.km + 1],
          ($11::jsonb[])[u.km + 1] || jsonb_build_object('alertSubscriptionId', u.s::text),
-         ${sentIfInApp("u.c")}
+         ${newRowStatus("u.c")}
        from unnest($1::text[], $2::text[], $3::uuid[], $4::int[]) as u(r, c, s, km)
        on conflict (source_event_id, recipient_actor_id, channel) do nothing
        returning id, channel
@@ -86,5 +58,3 @@ export async function insertNearbyNotifications(
   return inserted.map((r) => r.id);
 }
 
-/** The new notifications that need a delivery job: all but in_app, which are written sent. */
-export const needingDelivery = (rows: Array<{ id: string; channel: string }>) => rows.filter((r) => r.channel !== "in_app").map((r) => r.id);

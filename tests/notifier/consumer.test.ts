@@ -89,8 +89,8 @@ describe("the notifier consumes through a durable consumer named notifier with e
   });
 });
 
-describe("each event becomes one notification per recipient and channel, each with its delivery job, committed before the ack", () => {
-  it("writes in_app only for a recipient who wants no email, with the event id as source_event_id and queues notification_deliver", async () => {
+describe("each event becomes one notification per recipient and channel, committed before the ack: in_app written sent, email with its delivery job", () => {
+  it("writes in_app only for a recipient who wants no email, with the event id as source_event_id, already sent and with no delivery job", async () => {
     await setPreference(pool, "owner-inapp", "in_app");
     const envelope = relayEnvelope("owner-inapp");
     await publishEnvelope(nc, envelope);
@@ -98,9 +98,9 @@ describe("each event becomes one notification per recipient and channel, each wi
       const rows = await notificationsFor(pool, [envelope.id]);
       return rows.length === 1 ? rows : undefined;
     });
-    expect(row).toMatchObject({ recipient_actor_id: "owner-inapp", channel: "in_app", status: "pending", source_event_id: envelope.id });
+    expect(row).toMatchObject({ recipient_actor_id: "owner-inapp", channel: "in_app", status: "sent", attempts: 1, source_event_id: envelope.id });
     expect(row!.body).toContain((envelope.data as { message: string }).message);
-    expect(await deliveryJobsFor(pool, row!.id)).toBe(1);
+    expect(await deliveryJobsFor(pool, row!.id)).toBe(0);
     await drained("notifier");
   });
 
@@ -116,7 +116,7 @@ describe("each event becomes one notification per recipient and channel, each wi
     expect(await notificationsFor(pool, [envelope.id])).toHaveLength(1);
   });
 
-  it("writes in_app and email when the recipient set an address, one delivery job each", async () => {
+  it("writes in_app (sent) and email (pending, with its delivery job) when the recipient set an address", async () => {
     await setPreference(pool, "owner-both", "email", "owner@example.org");
     const envelope = relayEnvelope("owner-both");
     await publishEnvelope(nc, envelope);
@@ -125,8 +125,12 @@ describe("each event becomes one notification per recipient and channel, each wi
       return found.length === 2 ? found : undefined;
     });
     await drained("notifier");
-    expect(rows.map((r) => r.channel).sort()).toEqual(["email", "in_app"]);
-    for (const row of rows) expect(await deliveryJobsFor(pool, row.id)).toBe(1);
+    const byChannel = Object.fromEntries(rows.map((r) => [r.channel, r]));
+    expect(Object.keys(byChannel).sort()).toEqual(["email", "in_app"]);
+    expect(byChannel.in_app).toMatchObject({ status: "sent", attempts: 1 });
+    expect(await deliveryJobsFor(pool, byChannel.in_app!.id)).toBe(0);
+    expect(byChannel.email).toMatchObject({ status: "pending", attempts: 0 });
+    expect(await deliveryJobsFor(pool, byChannel.email!.id)).toBe(1);
   });
 
   it("leaves email out for a kind the recipient did not choose for email", async () => {
@@ -162,15 +166,17 @@ describe("each event becomes one notification per recipient and channel, each wi
 });
 
 describe("redelivery of an event never gives a second notification", () => {
-  it("the same event delivered three times (past the stream's duplicate window) leaves one row and one job", async () => {
+  it("the same event delivered three times (past the stream's duplicate window) leaves one row per channel and one delivery job", async () => {
+    await setPreference(pool, "owner-redelivered", "email", "redelivered@example.org");
     const envelope = relayEnvelope("owner-redelivered");
     await publishEnvelope(nc, envelope);
     await publishEnvelope(nc, envelope, `${envelope.id}-again`);
     await publishEnvelope(nc, envelope, `${envelope.id}-third`);
     await drained("notifier");
     const rows = await notificationsFor(pool, [envelope.id]);
-    expect(rows).toHaveLength(1);
-    expect(await deliveryJobsFor(pool, rows[0]!.id)).toBe(1);
+    expect(rows.map((r) => r.channel).sort()).toEqual(["email", "in_app"]);
+    const email = rows.find((r) => r.channel === "email")!;
+    expect(await deliveryJobsFor(pool, email.id)).toBe(1);
     expect(await maxRowsPerSourceEvent(pool)).toBe(1);
   });
 });

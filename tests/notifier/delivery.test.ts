@@ -75,9 +75,10 @@ afterAll(async () => {
 });
 
 describe("the in-app channel always has a deliverer", () => {
-  it("marks an in-app notification sent after one attempt", async () => {
-    await startWorkerWith();
+  it("marks sent, after one attempt, an in-app notification left pending with its job (as rows were written before in-app rows were written sent)", async () => {
     const id = await createNotification("owner-inapp", "in_app");
+    await pool.query(`update notification set status = 'pending', attempts = 0, round_attempts = 0, sent_at = null where id = $1`, [id]);
+    await startWorkerWith();
     const done = await settled(id);
     expect(done).toMatchObject({ status: "sent", attempts: 1, last_error: null });
     expect(done.sent_at).toBeInstanceOf(Date);
@@ -227,14 +228,16 @@ describe("one notification is never delivered twice at once", () => {
 
 describe("a delivery whose worker died is re-queued by the stall sweep", () => {
   it("re-queues a pending notification untouched for longer than the threshold, and it is delivered", async () => {
-    const id = await createNotification("owner-stalled", "in_app");
+    smtp = await startSmtpServer();
+    await setPreference(pool, "owner-stalled", "email", "stalled@example.org");
+    const id = await createNotification("owner-stalled", "email");
     // Its job was held by a worker that died: graphile-worker would keep it locked for hours.
     await pool.query(
       `update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead-worker' where payload->>'notificationId' = $1`,
       [id],
     );
     await pool.query(`update notification set updated_at = now() - interval '10 minutes' where id = $1`, [id]);
-    await startWorkerWith();
+    await startWorkerWith(smtp.url);
 
     const requeued = await withTransaction(pool, (client) => requeueStalledDeliveries(client, 120, 100));
     expect(requeued).toEqual([id]);
@@ -268,8 +271,12 @@ describe("a delivery whose worker died is re-queued by the stall sweep", () => {
   });
 
   it("leaves recent and finished notifications alone", async () => {
-    const recent = await createNotification("owner-recent", "in_app");
+    const recent = await createNotification("owner-recent", "email");
+    // An in-app row is written sent: however old, the sweep has nothing to deliver.
+    const inApp = await createNotification("owner-old-in-app", "in_app");
+    await pool.query(`update notification set updated_at = now() - interval '10 minutes' where id = $1`, [inApp]);
     const requeued = await withTransaction(pool, (client) => requeueStalledDeliveries(client, 120, 100));
     expect(requeued).not.toContain(recent);
+    expect(requeued).not.toContain(inApp);
   });
 });

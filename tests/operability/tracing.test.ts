@@ -5,6 +5,7 @@ import { startTestBus, type TestBus } from "../helpers/nats.js";
 import type { ServiceProcess } from "../helpers/processes.js";
 import { Stack } from "../helpers/stack.js";
 import { eventually } from "../helpers/stream.js";
+import { startSmtpServer, type TestSmtpServer } from "../notifier/smtp.js";
 
 let db: TestDatabase;
 let bus: TestBus;
@@ -12,15 +13,23 @@ let stack: Stack;
 let api: ServiceProcess;
 let relay: ServiceProcess;
 let notifier: ServiceProcess;
+let smtp: TestSmtpServer;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   bus = await startTestBus();
   stack = new Stack(db.url, bus.url);
-  [api, relay, notifier] = await Promise.all([stack.start("api"), stack.start("relay"), stack.start("notifier")]);
+  // In-app rows are written sent; the email row is the one a delivery job sends, so the trace follows it to the wire.
+  smtp = await startSmtpServer();
+  [api, relay, notifier] = await Promise.all([
+    stack.start("api"),
+    stack.start("relay"),
+    stack.start("notifier", { SMTP_URL: smtp.url, SMTP_FROM: "no-reply@example.org" }),
+  ]);
 });
 afterAll(async () => {
   await stack?.stopAll();
+  await smtp?.close();
   await bus?.dispose();
   await db?.drop();
 });
@@ -31,7 +40,7 @@ describe("one event can be followed across the three processes by its id", () =>
     await fetch(`${stack.baseUrl}/v1/me/notification-preferences`, {
       method: "PUT",
       headers: owner,
-      body: JSON.stringify({ channel: "in_app" }),
+      body: JSON.stringify({ email: "trace-owner@example.org" }),
     });
     const report = await fetch(`${stack.baseUrl}/v1/safety/lost-reports`, {
       method: "POST",
@@ -59,15 +68,19 @@ describe("one event can be followed across the three processes by its id", () =>
     await notifier.waitForLog((l) => l.msg === "notifier: event handled" && l.eventId === eventId);
     await notifier.waitForLog((l) => l.msg === "notifier: delivered" && l.eventId === eventId);
 
-    const row = await eventually(async () => {
-      const { rows } = await db.pool.query(
-        `select status, channel, recipient_actor_id from notification where source_event_id = $1`,
+    const rows = await eventually(async () => {
+      const { rows: found } = await db.pool.query(
+        `select status, channel, recipient_actor_id from notification where source_event_id = $1 order by channel`,
         [eventId],
       );
-      return rows[0]?.status === "sent" ? rows[0] : undefined;
+      return found.length === 2 && found.every((r) => r.status === "sent") ? found : undefined;
     });
-    console.log(`[tracing] relay-message POST → in-app notification sent in ${Date.now() - sent} ms`);
-    expect(row).toEqual({ status: "sent", channel: "in_app", recipient_actor_id: "trace-owner" });
+    console.log(`[tracing] relay-message POST → email sent in ${Date.now() - sent} ms`);
+    expect(rows).toEqual([
+      { status: "sent", channel: "email", recipient_actor_id: "trace-owner" },
+      { status: "sent", channel: "in_app", recipient_actor_id: "trace-owner" },
+    ]);
+    expect(smtp.received.map((m) => m.to)).toEqual([["trace-owner@example.org"]]);
     // Contact data stays out of every log line.
     for (const p of [api, relay, notifier]) {
       expect(JSON.stringify(p.lines)).not.toContain("finder@example.org");
@@ -81,7 +94,7 @@ describe("the notifier exposes consumer lag, notifications by status and channel
     const port = (notifier as ServiceProcess & { port: number }).port;
     const text = await eventually(async () => {
       const { text: body } = await scrape(port);
-      return (sampleValue(body, "notifier_delivery_seconds_count", { channel: "in_app", outcome: "sent" }) ?? 0) >= 1 ? body : undefined;
+      return (sampleValue(body, "notifier_delivery_seconds_count", { channel: "email", outcome: "sent" }) ?? 0) >= 1 ? body : undefined;
     });
     expect(sampleValue(text, "notifier_consumer_lag", { kind: "pending" })).toBe(0);
     expect(sampleValue(text, "notifications", { status: "sent", channel: "in_app" })).toBeGreaterThanOrEqual(1);
