@@ -35,8 +35,9 @@ const commit = gitCommit();
 const stack = await startBenchStack("ass_soak", { inspect: true });
 const inspectPorts = stack.inspectPorts!;
 const { rows } = await stack.pool.query<{ id: string }>(
-  `insert into safety_lost_report (reporter_id, species, animal_name, last_seen_at, location, coarse_location)
-   select 'soak-owner-' || n, 'cat', 'Soak ' || n, now(), st_makepoint(5 + n / 1000.0, 45)::geography, st_makepoint(5 + n / 1000.0, 45)::geography
+  `insert into safety_lost_report (reporter_id, species, animal_name, last_seen_at, location, coarse_location, expires_at)
+   select 'soak-owner-' || n, 'cat', 'Soak ' || n, now(), st_makepoint(5 + n / 1000.0, 45)::geography, st_makepoint(5 + n / 1000.0, 45)::geography,
+     now() + interval '30 days'
    from generate_series(1, 1000) n returning id`,
 );
 const lostReportIds = rows.map((r) => r.id);
