@@ -54,15 +54,27 @@ describe("the relay's claim", () => {
       const [fresh] = (
         await client.query<{ id: string }>(`insert into outbox_event (type, payload) values ($1, '{}') returning id`, [EventType.AnimalLostReported])
       ).rows;
-      const before = await pagesRead(client);
-      const claimed = await beginAndClaimUnpublishedBatch(client, 100);
-      await client.query("rollback");
-      const after = await pagesRead(client);
+      // A scan marks those entries dead only when no open snapshot can still see the rows. In CI such a snapshot
+      // once outlived the first claim, and the next read 2,937 pages. So the claim gets a few tries: each locks the
+      // fresh row, and the transaction id that takes lets Postgres recompute its horizon for the next. A bitmap
+      // scan never marks them: it reads all 45 pages on every try.
+      let claimed: Array<{ id: string }> = [];
+      let heapPages = Infinity;
+      let indexPages = Infinity;
+      for (let attempt = 0; attempt < 5 && heapPages > 2; attempt++) {
+        if (attempt > 0) await new Promise((r) => setTimeout(r, 200));
+        const before = await pagesRead(client);
+        claimed = await beginAndClaimUnpublishedBatch(client, 100);
+        await client.query("rollback");
+        const after = await pagesRead(client);
+        heapPages = after.heap - before.heap;
+        indexPages = after.index - before.index;
+      }
 
       expect(claimed.map((r) => r.id)).toEqual([fresh!.id]);
-      // The fresh row's own page, and no other: a bitmap scan rechecked all 3,000 rows (45 pages).
-      expect(after.heap - before.heap).toBeLessThanOrEqual(2);
-      expect(after.index - before.index).toBeLessThan(30);
+      // The fresh row's own page, and no other.
+      expect(heapPages).toBeLessThanOrEqual(2);
+      expect(indexPages).toBeLessThan(30);
     } finally {
       client.release();
     }
