@@ -51,6 +51,9 @@ export const notificationArrays = (batch: NewNotification[]): unknown[] => [
 /** The rows of notificationArrays: recipient, channel, source event, source key, event type, kind, subject, body, data. */
 export const notificationsUnnest = `unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])`;
 
+/** The channel whose rows are written sent (newRowStatus). */
+export const IN_APP: Channel = "in_app";
+
 /**
  * status, attempts, round_attempts and sent_at of a new row on channel `c`.
  * An in_app row is written `sent`: the row is the in-app message (read at
@@ -58,10 +61,13 @@ export const notificationsUnnest = `unnest($1::text[], $2::text[], $3::uuid[], $
  * the price of a job (its insert, claim and delete), an advisory lock, a read
  * and an update for every in-app notification (bench/README.md, session 25).
  */
-export const newRowStatus = (c: string) =>
-  `case when ${c} = 'in_app' then 'sent' else 'pending' end,
-   case when ${c} = 'in_app' then 1 else 0 end, case when ${c} = 'in_app' then 1 else 0 end,
-   case when ${c} = 'in_app' then now() end`;
+export const newRowStatus = (c: string) => {
+  const inApp = `${c} = '${IN_APP}'`;
+  const [sent, pending]: NotificationStatus[] = ["sent", "pending"];
+  return `case when ${inApp} then '${sent}' else '${pending}' end,
+   case when ${inApp} then 1 else 0 end, case when ${inApp} then 1 else 0 end,
+   case when ${inApp} then now() end`;
+};
 
 /**
  * Inserts the notifications that do not exist yet, in one statement, in_app
@@ -88,7 +94,7 @@ export async function insertNotifications(
 }
 
 /** The ids of new notifications that need a delivery job: all but in_app, which are written sent. */
-export const needingDelivery = (rows: Array<{ id: string; channel: string }>) => rows.filter((r) => r.channel !== "in_app").map((r) => r.id);
+export const needingDelivery = (rows: Array<{ id: string; channel: Channel }>) => rows.filter((r) => r.channel !== IN_APP).map((r) => r.id);
 
 /** Inserts one notification unless it exists; returns the new id, or null. */
 export async function insertNotification(client: Queryable, n: NewNotification): Promise<string | null> {

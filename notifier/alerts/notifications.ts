@@ -1,7 +1,7 @@
 import type { Queryable } from "../../lib/db.js";
 import type { Channel } from "../../lib/notifications.js";
 import type { NotificationDraft } from "../handlers.js";
-import { newRowStatus } from "../store.js";
+import { IN_APP, newRowStatus } from "../store.js";
 
 /** The nearby_lost notification rows of the fan-out, written thousands at a time. */
 
@@ -40,7 +40,7 @@ export async function insertNearbyNotifications(
        on conflict (source_event_id, recipient_actor_id, channel) do nothing
        returning id, channel
      )
-     select id from inserted where channel <> 'in_app'`,
+     select id from inserted where channel <> '${IN_APP}'`,
     [
       rows.map((r) => r.actorId),
       rows.map((r) => r.channel),
