@@ -149,8 +149,10 @@ export class OutboxRelay {
         if (result.status === "fulfilled") publishedIds.push(rows[i]!.id);
         else firstError ??= result.reason;
       });
-      // Counted before the commit, as the stream's acks: once the commit is
-      // visible, a scrape that reads a zero backlog must also see them.
+      // Counted before the commit, as the stream's acks: a scrape that begins
+      // after the commit sees them beside the zero backlog. (One that begins
+      // before it may not: prom-client reads the counters as the scrape
+      // begins and the backlog when its query returns.)
       const failed = rows.length - publishedIds.length;
       metrics?.published.inc(publishedIds.length);
       if (failed > 0) metrics?.publishFailures.inc(failed);

@@ -63,9 +63,12 @@ describe("the relay exposes backlog size and age, publish latency and failures, 
       expect(sourceUp(down, "outbox_backlog")).toBe(1);
 
       await h.bus.server.start();
+      // prom-client reads a scrape's metrics concurrently: the counters as the scrape begins, the backlog when its
+      // query returns. So one scrape can show the backlog empty and the counts of the last batch not yet: wait for both.
       const up = await eventually(async () => {
         const { text } = await scrape(port);
-        return sampleValue(text, "outbox_backlog") === 0 ? text : undefined;
+        const drained = sampleValue(text, "outbox_backlog") === 0 && (sampleValue(text, "relay_published_total") ?? 0) >= 3;
+        return drained ? text : undefined;
       }, 15_000);
       expect(sampleValue(up, "relay_published_total")).toBeGreaterThanOrEqual(3);
       expect(sampleValue(up, "relay_publish_seconds_count")).toBeGreaterThanOrEqual(3);
