@@ -176,14 +176,12 @@ export async function startBenchStack(
  */
 export async function waitUntilSettled(pool: pg.Pool): Promise<number> {
   const start = performance.now();
-  const pending = async () =>
-    Number(
-      (
-        await pool.query(
-          `select (select count(*) from outbox_event where published_at is null) + (select count(*) from graphile_worker.jobs where run_at <= now()) as n`,
-        )
-      ).rows[0].n,
+  const pending = async () => {
+    const { rows } = await pool.query(
+      `select (select count(*) from outbox_event where published_at is null) + (select count(*) from graphile_worker.jobs where run_at <= now()) as n`,
     );
+    return Number(rows[0].n);
+  };
   for (let i = 0; i < 600 && (await pending()) > 0; i++) await new Promise((r) => setTimeout(r, 100));
   return performance.now() - start;
 }

@@ -52,7 +52,10 @@ export const notificationArrays = (batch: NewNotification[]): unknown[] => [
 export const notificationsUnnest = `unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])`;
 
 /** The channel whose rows are written sent (newRowStatus). */
-export const IN_APP: Channel = "in_app";
+const IN_APP: Channel = "in_app";
+
+/** The status a new row is written with when a delivery job still has to send it (needingDelivery). */
+export const AWAITING_DELIVERY: NotificationStatus = "pending";
 
 /**
  * status, attempts, round_attempts and sent_at of a new row on channel `c`.
@@ -60,11 +63,12 @@ export const IN_APP: Channel = "in_app";
  * GET /v1/me/notifications), and its delivery job would only mark it sent, at
  * the price of a job (its insert, claim and delete), an advisory lock, a read
  * and an update for every in-app notification (bench/README.md, session 25).
+ * Every other row is written AWAITING_DELIVERY.
  */
 export const newRowStatus = (c: string) => {
   const inApp = `${c} = '${IN_APP}'`;
-  const [sent, pending]: NotificationStatus[] = ["sent", "pending"];
-  return `case when ${inApp} then '${sent}' else '${pending}' end,
+  const sent: NotificationStatus = "sent";
+  return `case when ${inApp} then '${sent}' else '${AWAITING_DELIVERY}' end,
    case when ${inApp} then 1 else 0 end, case when ${inApp} then 1 else 0 end,
    case when ${inApp} then now() end`;
 };
@@ -79,22 +83,23 @@ export const newRowStatus = (c: string) => {
 export async function insertNotifications(
   client: Queryable,
   batch: NewNotification[],
-): Promise<Array<{ id: string; sourceEventId: string; channel: Channel }>> {
+): Promise<Array<{ id: string; sourceEventId: string; status: NotificationStatus }>> {
   if (batch.length === 0) return [];
-  const { rows } = await client.query<{ id: string; sourceEventId: string; channel: Channel }>(
+  const { rows } = await client.query<{ id: string; sourceEventId: string; status: NotificationStatus }>(
     `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
                                status, attempts, round_attempts, sent_at)
      select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d, ${newRowStatus("u.c")}
      from ${notificationsUnnest} as u(r, c, e, k, t, kind, s, b, d)
      on conflict (source_event_id, recipient_actor_id, channel) do nothing
-     returning id, source_event_id as "sourceEventId", channel`,
+     returning id, source_event_id as "sourceEventId", status`,
     notificationArrays(batch),
   );
   return rows;
 }
 
-/** The ids of new notifications that need a delivery job: all but in_app, which are written sent. */
-export const needingDelivery = (rows: Array<{ id: string; channel: Channel }>) => rows.filter((r) => r.channel !== IN_APP).map((r) => r.id);
+/** The ids of new notifications that need a delivery job: those newRowStatus wrote AWAITING_DELIVERY. */
+export const needingDelivery = (rows: Array<{ id: string; status: NotificationStatus }>) =>
+  rows.filter((r) => r.status === AWAITING_DELIVERY).map((r) => r.id);
 
 /** Inserts one notification unless it exists; returns the new id, or null. */
 export async function insertNotification(client: Queryable, n: NewNotification): Promise<string | null> {

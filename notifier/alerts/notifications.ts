@@ -1,7 +1,7 @@
 import type { Queryable } from "../../lib/db.js";
 import type { Channel } from "../../lib/notifications.js";
 import type { NotificationDraft } from "../handlers.js";
-import { IN_APP, newRowStatus } from "../store.js";
+import { AWAITING_DELIVERY, newRowStatus } from "../store.js";
 
 /** The nearby_lost notification rows of the fan-out, written thousands at a time. */
 
@@ -38,9 +38,9 @@ export async function insertNearbyNotifications(
          ${newRowStatus("u.c")}
        from unnest($1::text[], $2::text[], $3::uuid[], $4::int[]) as u(r, c, s, km)
        on conflict (source_event_id, recipient_actor_id, channel) do nothing
-       returning id, channel
+       returning id, status
      )
-     select id from inserted where channel <> '${IN_APP}'`,
+     select id from inserted where status = '${AWAITING_DELIVERY}'`,
     [
       rows.map((r) => r.actorId),
       rows.map((r) => r.channel),
