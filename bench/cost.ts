@@ -19,6 +19,8 @@ import { log, machine, startBenchStack, waitUntilSettled } from "./stack.js";
 import { round } from "./stats.js";
 
 const creates = Number(process.env.COST_CREATES ?? 3000);
+// COST_RATE: creates per second (default 150). At higher rates the relay and the notifier batch more, so a create costs less.
+const rate = Number(process.env.COST_RATE ?? 150);
 
 
 // COST_PROFILE=<dir>: also write each process's CPU profile there, with a top-20 summary (bench/profile.ts).
@@ -103,14 +105,14 @@ const rawTps = await rawWriteThroughput(stack.pool, { clients: 10, seconds: 6 })
 const raw = perEvent(rawBefore, await snapshot(), Math.round(rawTps * 6));
 await stack.restartRelay();
 
-log(`API: ${creates} creates at 150/s, then until the outbox and the job queue are empty`);
+log(`API: ${creates} creates at ${rate}/s, then until the outbox and the job queue are empty`);
 const settle = async () => log(`settled in ${round(await waitUntilSettled(stack.pool), 0)} ms`);
 // Warm-up at the same rate, so the pools' connections are open before the first reading: a backend born
 // mid-run would be counted as churn, not as the API's.
-await load({ baseUrl: stack.baseUrl, rate: 150, durationSec: 2, kind: "create", connections: 64 });
+await load({ baseUrl: stack.baseUrl, rate, durationSec: 2, kind: "create", connections: 64 });
 await settle();
 const [before, pgBefore] = [await snapshot(), await postgresByPid()];
-const result = await load({ baseUrl: stack.baseUrl, rate: 150, durationSec: creates / 150, kind: "create", connections: 64 });
+const result = await load({ baseUrl: stack.baseUrl, rate, durationSec: creates / rate, kind: "create", connections: 64 });
 await settle();
 const [after, pgAfter] = [await snapshot(), await postgresByPid()];
 const created = result.statuses["201"] ?? 1;

@@ -159,12 +159,17 @@ export async function findCandidates(client: Queryable, side: MatchSide, window:
  * nothing to withdraw. Moderation is left to the job: this may keep more
  * than the job will match, never fewer. A select of their ids as text, for
  * the consumer's reaction checks; arguments are SQL (placeholders).
+ *
+ * The suggestions are probed per report (`offset 0` keeps the EXISTS from
+ * becoming a hash of the whole table): the consumer plans this once per
+ * connection, and a hash chosen while safety_match was small would read all
+ * of it at every batch once it had grown (see uncoveredFanoutsSql).
  */
 export function lostReportsWithMatchWorkSql(ids: string, window: { radiusM: string; lostAfterS: string; lostBeforeS: string }): string {
   const subject: SubjectSql = { species: "l.species", origin: "l.coarse_location", at: "l.last_seen_at", ...window };
   return `select l.id::text from safety_lost_report l
      where l.id = any(${ids})
-       and (exists (select from safety_match m where m.lost_report_id = l.id)
+       and (exists (select from safety_match m where m.lost_report_id = l.id offset 0)
          or exists (select from safety_found_report r where ${candidateFilter("found", subject)})
          or exists (select from safety_sighting r where ${candidateFilter("sighting", subject)}))`;
 }

@@ -60,4 +60,26 @@ describe("the consumer's reaction checks", () => {
       await consumerPool.end();
     }
   });
+
+  it("read each report and its suggestions by key, so a plan made while the tables were small stays cheap as they grow", async () => {
+    // A fresh database: every table is empty, as on a new deployment, and the plan is kept as long as the connection.
+    const consumerPool = createConsumerPool({ connectionString: db.url, max: 1, logger: pino({ level: "silent" }) });
+    const client = await consumerPool.connect();
+    try {
+      await withoutIdleReactions(client, lostReportJobs(), [uncoveredFanoutCheck, idleMatchCheck]);
+      const { rows } = await client.query<{ name: string; parameters: number }>(
+        `select name, cardinality(parameter_types) as parameters from pg_prepared_statements where name like 'reaction-checks/%'`,
+      );
+      const { name, parameters } = rows[0]!;
+      const plan = await client.query<{ "QUERY PLAN": string }>(
+        `explain execute "${name}"(${Array.from({ length: parameters }, () => "null").join(", ")})`,
+      );
+      const text = plan.rows.map((row) => row["QUERY PLAN"]).join("\n");
+      expect(text).toContain("safety_lost_report_pkey");
+      expect(text).not.toMatch(/Seq Scan on safety_lost_report|Seq Scan on safety_match/);
+    } finally {
+      client.release();
+      await consumerPool.end();
+    }
+  });
 });
