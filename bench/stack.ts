@@ -111,6 +111,7 @@ export async function startBenchStack(
     // The alert bench's fan-out settings, when it is run to compare them (bench/alerts-fanout.ts).
     ...(process.env.NOTIFIER_FANOUT_CONCURRENCY ? { NOTIFIER_FANOUT_CONCURRENCY: process.env.NOTIFIER_FANOUT_CONCURRENCY } : {}),
     ...(process.env.NOTIFIER_FANOUT_DUTY ? { NOTIFIER_FANOUT_DUTY: process.env.NOTIFIER_FANOUT_DUTY } : {}),
+    ...(process.env.NOTIFIER_CONSUME_CONCURRENCY ? { NOTIFIER_CONSUME_CONCURRENCY: process.env.NOTIFIER_CONSUME_CONCURRENCY } : {}),
   };
   const startRelay = async () => {
     const relay = ServiceProcess.start("relay", { ...env, RELAY_HEALTH_ADDR: `127.0.0.1:${ports.relay}`, NODE_OPTIONS: nodeOptions("relay") });
