@@ -10,6 +10,14 @@ import { recordEvent } from "../lib/outbox.js";
  * report_expiring a few days before. Each batch locks its rows with
  * `for update skip locked` and commits the change with its outbox event, so
  * several workers (or a retried job) never close or remind twice.
+ *
+ * Each batch locks its rows in a materialized CTE, run once, and updates
+ * exactly those: drain() below relies on every row a batch locks being
+ * updated. Until session 27 it was `update … where id in (select … limit n
+ * for update skip locked)`, which on a fresh table is planned as a
+ * nested-loop semi join that runs the locking subquery again for every open
+ * row. CI once left 13 of 300 reports open with four workers at once; 160
+ * local runs did not reproduce it.
  */
 
 type Kind = "lost" | "found";
@@ -39,10 +47,12 @@ export interface LifetimeResult {
  */
 async function dateBatch(client: Queryable, kind: Kind, options: Required<LifetimeOptions>): Promise<number> {
   const { rowCount } = await client.query(
-    `update ${table[kind]} set expires_at = greatest(created_at + make_interval(days => $1::int),
-                                                    now() + make_interval(days => $2::int, hours => 1))
-     where id in (select id from ${table[kind]} where status = 'open' and expires_at is null
-                  limit $3::int for update skip locked)`,
+    `with batch as materialized (
+       select id from ${table[kind]} where status = 'open' and expires_at is null limit $3::int for update skip locked
+     )
+     update ${table[kind]} r set expires_at = greatest(r.created_at + make_interval(days => $1::int),
+                                                      now() + make_interval(days => $2::int, hours => 1))
+     from batch where r.id = batch.id`,
     [options.ttlDays, options.warningDays, options.batchSize],
   );
   return rowCount ?? 0;
@@ -51,10 +61,12 @@ async function dateBatch(client: Queryable, kind: Kind, options: Required<Lifeti
 async function expireBatch(pool: Pool, kind: Kind, batchSize: number): Promise<number> {
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query<{ id: string; reporterId: string; expiredAt: Date }>(
-      `update ${table[kind]} r set status = 'closed', closed_reason = 'expired', resolved_at = now(), updated_at = now()
-       where r.id in (select id from ${table[kind]} where status = 'open' and expires_at <= now()
-                      order by expires_at limit $1::int for update skip locked)
-         and r.status = 'open'
+      `with batch as materialized (
+         select id from ${table[kind]} where status = 'open' and expires_at <= now()
+         order by expires_at limit $1::int for update skip locked
+       )
+       update ${table[kind]} r set status = 'closed', closed_reason = 'expired', resolved_at = now(), updated_at = now()
+       from batch where r.id = batch.id and r.status = 'open'
        returning r.id, r.reporter_id as "reporterId", r.resolved_at as "expiredAt"`,
       [batchSize],
     );
@@ -74,12 +86,15 @@ async function expireBatch(pool: Pool, kind: Kind, batchSize: number): Promise<n
 async function warnBatch(pool: Pool, kind: Kind, warningDays: number, batchSize: number): Promise<number> {
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query<{ id: string; reporterId: string; species: Species; animalName: string | null; expiresAt: Date }>(
-      `update ${table[kind]} r set expiry_warned_for = r.expires_at
-       where r.id in (select id from ${table[kind]}
-                      where status = 'open' and expires_at > now()
-                        and expires_at <= now() + make_interval(days => $1::int)
-                        and expiry_warned_for is distinct from expires_at
-                      order by expires_at limit $2::int for update skip locked)
+      `with batch as materialized (
+         select id from ${table[kind]}
+         where status = 'open' and expires_at > now()
+           and expires_at <= now() + make_interval(days => $1::int)
+           and expiry_warned_for is distinct from expires_at
+         order by expires_at limit $2::int for update skip locked
+       )
+       update ${table[kind]} r set expiry_warned_for = r.expires_at
+       from batch where r.id = batch.id
        returning r.id, r.reporter_id as "reporterId", r.species, ${animalName[kind]} as "animalName", r.expires_at as "expiresAt"`,
       [warningDays, batchSize],
     );
