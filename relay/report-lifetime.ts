@@ -16,8 +16,11 @@ import { recordEvent } from "../lib/outbox.js";
  * updated. Until session 27 it was `update … where id in (select … limit n
  * for update skip locked)`, which on a fresh table is planned as a
  * nested-loop semi join that runs the locking subquery again for every open
- * row. CI once left 13 of 300 reports open with four workers at once; 160
- * local runs did not reproduce it.
+ * row. Each run skips the rows the statement has already updated (LockRows
+ * ignores a row its own command updated), so its limit reaches further and
+ * locks rows the outer scan has passed: a batch of 25 closed 44 and held 69
+ * locks. Another worker, finding only locked rows, stopped; CI once left 13
+ * of 300 reports open with four workers at once.
  */
 
 type Kind = "lost" | "found";

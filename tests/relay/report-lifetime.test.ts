@@ -74,6 +74,24 @@ describe("open reports past their expiry close with closedReason expired", () =>
     expect(await eventsFor(EventType.ReportExpired, resolved)).toEqual([]);
   });
 
+  it("closes at most a batch's worth per transaction: a batch updates exactly the rows it locks", async () => {
+    const { rows } = await db.pool.query(
+      `insert into safety_lost_report (reporter_id, species, last_seen_at, location, coarse_location, expires_at)
+       select 'batch-' || i, 'dog', now(), $1, $1, now() - interval '1 hour' - make_interval(secs => (i * 7919) % 300)
+       from generate_series(1, 300) i returning id`,
+      [PARIS],
+    );
+    await runReportLifetime(db.pool, { ...TTL, batchSize: 25 });
+    // A batch's events share its transaction's time (expiredAt is its now()).
+    const { rows: batches } = await db.pool.query(
+      `select payload->>'expiredAt' as batch, count(*)::int as n from outbox_event
+       where type = $1 and payload->>'reportId' = any($2::text[]) group by 1`,
+      [EventType.ReportExpired, rows.map((r) => r.id)],
+    );
+    expect(batches.reduce((n, b) => n + b.n, 0)).toBe(300);
+    expect(Math.max(...batches.map((b) => b.n))).toBe(25);
+  });
+
   it("closes each report exactly once with several workers at once", async () => {
     const { rows } = await db.pool.query(
       `insert into safety_lost_report (reporter_id, species, last_seen_at, location, coarse_location, expires_at)
