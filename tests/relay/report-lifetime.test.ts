@@ -35,6 +35,16 @@ async function report(kind: "lost" | "found", expiresIn: string | null, extra = 
   return rows[0].id;
 }
 
+/** `count` open lost reports that expired an hour ago, in one insert; their ids. */
+async function expiredLostReports(count: number): Promise<string[]> {
+  const { rows } = await db.pool.query(
+    `insert into safety_lost_report (reporter_id, species, last_seen_at, location, coarse_location, expires_at)
+     select 'bulk-' || i, 'dog', now(), $1, $1, now() - interval '1 hour' from generate_series(1, $2::int) i returning id`,
+    [PARIS, count],
+  );
+  return rows.map((r) => r.id);
+}
+
 const eventsFor = async (type: string, reportId: string) =>
   (await db.pool.query(`select payload from outbox_event where type = $1 and payload->>'reportId' = $2`, [type, reportId])).rows.map((r) => r.payload);
 const stateOf = async (table: string, id: string) =>
@@ -75,30 +85,20 @@ describe("open reports past their expiry close with closedReason expired", () =>
   });
 
   it("closes at most a batch's worth per transaction: a batch updates exactly the rows it locks", async () => {
-    const { rows } = await db.pool.query(
-      `insert into safety_lost_report (reporter_id, species, last_seen_at, location, coarse_location, expires_at)
-       select 'batch-' || i, 'dog', now(), $1, $1, now() - interval '1 hour' - make_interval(secs => (i * 7919) % 300)
-       from generate_series(1, 300) i returning id`,
-      [PARIS],
-    );
+    const ids = await expiredLostReports(300);
     await runReportLifetime(db.pool, { ...TTL, batchSize: 25 });
     // A batch's events share its transaction's time (expiredAt is its now()).
     const { rows: batches } = await db.pool.query(
       `select payload->>'expiredAt' as batch, count(*)::int as n from outbox_event
        where type = $1 and payload->>'reportId' = any($2::text[]) group by 1`,
-      [EventType.ReportExpired, rows.map((r) => r.id)],
+      [EventType.ReportExpired, ids],
     );
     expect(batches.reduce((n, b) => n + b.n, 0)).toBe(300);
     expect(Math.max(...batches.map((b) => b.n))).toBe(25);
   });
 
   it("closes each report exactly once with several workers at once", async () => {
-    const { rows } = await db.pool.query(
-      `insert into safety_lost_report (reporter_id, species, last_seen_at, location, coarse_location, expires_at)
-       select 'bulk-' || i, 'dog', now(), $1, $1, now() - interval '1 hour' from generate_series(1, 300) i returning id`,
-      [PARIS],
-    );
-    const ids = rows.map((r) => r.id);
+    const ids = await expiredLostReports(300);
     const runs = await Promise.all([1, 2, 3, 4].map(() => runReportLifetime(db.pool, { ...TTL, batchSize: 25 })));
     const { rows: counts } = await db.pool.query(
       `select count(*)::int as n, count(distinct payload->>'reportId')::int as distinct_reports
