@@ -6,8 +6,9 @@
  * The write baselines use copies of the report and outbox tables made with
  * `create table … (like …)`, which copies columns, defaults, constraints and
  * indexes but no trigger: the outbox's relay-waking trigger (migration
- * 000001) is exactly what a raw figure must leave out (issue 19: the old
- * "raw" ran on the project's tables while the relay drained). The caller
+ * 000001) is exactly what a raw figure must leave out: on the project's own
+ * tables it would pay the trigger and compete with the relay's drain, and so
+ * flatter every ratio read against it. The caller
  * stops the relay while they run, and deletes the rows the triggered variant
  * left in outbox_event (`payload ? 'rawBaseline'`) before starting it again.
  */

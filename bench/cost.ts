@@ -5,8 +5,9 @@
  * figure to compare across runs on a busy machine. Reads utime + stime from
  * /proc for each of our processes, the bench's own nats-server, and Postgres
  * (below, split by the pool that spent it), and minor page faults beside
- * them. Until session 24 every reading included a minute of the idle
- * stack's CPU (see waitUntilSettled), and nats-server was left out.
+ * them. The "after" reading is taken as soon as the outbox and the job queue
+ * are empty (waitUntilSettled), so it carries none of the idle stack's CPU,
+ * and the bench's own nats-server is counted with the rest.
  */
 import { execFileSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
@@ -84,7 +85,7 @@ async function snapshot() {
     notifier: notifier.cpuMs,
     postgres: pg.reduce((sum, u) => sum + u.cpuMs, 0),
     nats: nats.cpuMs,
-    // Minor page faults: on the PVM guests these VMs are, each costs about 15 µs (bench/README.md, session 24).
+    // Minor page faults: on the PVM guests these VMs are, each costs about 15 µs (a first-touch probe in C on such a VM).
     apiFaults: api.faults,
     relayFaults: relay.faults,
     notifierFaults: notifier.faults,

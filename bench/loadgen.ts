@@ -8,8 +8,8 @@
  * Before the measured requests it warms up: a second of the same kind of
  * request (own actors, another address), so the first measured request does
  * not pay for loading and compiling the HTTP client, and its sockets are open
- * (issue 19: an unwarmed first capacity step sent 115 requests late and
- * read p95 870 ms).
+ * (unwarmed, the first capacity step of `npm run bench` sent 115 requests
+ * late and read p95 870 ms).
  *
  * Input (argv[2], JSON): { baseUrl, rate, durationSec, kind, connections, seed }.
  * Output (stdout, JSON): { latenciesMs, statuses, sent, late }.
@@ -36,7 +36,7 @@ interface Plan {
   paths?: string[];
   /** Where creates report their animal lost, in turn (default: spread over 9° × 12°). */
   points?: Array<{ lat: number; lon: number }>;
-  /** For kind alerts: the search radius, as the raw statement's baseline uses it (default 25 km, issue 19's). */
+  /** For kind alerts: the search radius, as the raw statement's baseline uses it (default 25 km, as `npm run bench`'s alerts scenario). */
   radiusKm?: number;
 }
 

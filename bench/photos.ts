@@ -1,5 +1,6 @@
 /**
- * The photo scenario of issue 15, on a running bench stack (bench/stack.ts):
+ * The photo scenario (upload→ready and variant GETs against their targets), on a
+ * running bench stack (bench/stack.ts):
  *
  * - upload→ready: a 12-megapixel phone JPEG of about 4 MB is uploaded to a
  *   lost report through the API, one upload at a time after a warm-up, and

@@ -39,7 +39,7 @@ const STREAM = "EVENTS";
 const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-");
 const profileDir = profile ? path.join(root, "bench/results", `profile-${stamp}`) : undefined;
 
-/** Issue 19's targets on this machine. */
+/** The service's performance targets, each read on this machine (the relative ones against the same run's raw baselines). */
 const targets = {
   writeP95Ms: 5,
   alertsP95Ms: 10,
@@ -117,8 +117,8 @@ row("write @15 rps p50/p95/p99", triple(writes.latency), `raw tx ${triple(rawWri
 
 // 2. Capacity ---------------------------------------------------------------
 log("scenario 2: capacity steps");
-// In 100s all the way: on the VMs of sessions 26 and 27 the stack passes 1,000/s, and half the raw
-// rate (1,400–1,800/s) fell between the coarser steps this grid had above 1,000.
+// In 100s all the way: on a fast VM the stack passes 1,000/s, and half the raw rate there
+// (1,400–1,800/s) would fall between coarser steps above 1,000.
 const steps = quick ? [100, 300, 600, 900] : Array.from({ length: 25 }, (_, i) => (i + 1) * 100);
 const capacity: Array<{ rate: number; p95: number; errors: number; late: number }> = [];
 let held: { rate: number; p95: number } | null = null;
@@ -179,8 +179,8 @@ async function drainBacklog(): Promise<{ seconds: number; perSecond: number }> {
     [EventType.LostReportResolved, backlog],
   );
   // The backlog lands in one commit while the relay runs, and the drain is timed from that commit
-  // (the relay's wake-up included) until no row is left. Until session 18 the relay was stopped for the
-  // insert and restarted inside the timing: its process start (about 2 s under tsx) counted as draining.
+  // (the relay's wake-up included) until no row is left. The relay is not restarted inside the timing:
+  // its process start (about 2 s under tsx) would count as draining.
   const start = performance.now();
   await waitFor(async () => !(await backlogLeft()), 600_000);
   const seconds = (performance.now() - start) / 1000;
@@ -193,7 +193,7 @@ const notifierCaughtUp = () =>
   }, 300_000);
 // A NATS server before 2.10 cannot filter a consumer by several subjects, so there the notifier takes every
 // event and acks the types it does not handle: during the drain it took all 100,000, with the server's
-// deliveries and acks, about 60 % of a core on a 2-core VM (session 20). The drain is measured with the
+// deliveries and acks, about 60 % of a core on a 2-core VM. The drain is measured with the
 // notifier stopped, as the scenario means (the relay alone), and also with it running, for the record.
 const drainWithNotifier = await drainBacklog();
 await notifierCaughtUp();
@@ -284,9 +284,8 @@ row(
 // 6. Alerts over a million open reports ------------------------------------------
 log(`seeding ${alertReports.toLocaleString("en")} open lost reports over a country-sized area`);
 // Each row gets its expiry, as the API gives every report it creates. Without one, the relay's
-// report-lifetime cron (every 5 minutes) set the million rows' expires_at 100 at a time, and did
-// so during the alerts reads whenever the scenario spanned a 5-minute mark (bench/README.md,
-// session 25).
+// report-lifetime cron (every 5 minutes) would set the million rows' expires_at 100 at a time, and
+// do so during the alerts reads whenever the scenario spanned a 5-minute mark.
 await pool.query(
   `insert into safety_lost_report (reporter_id, species, animal_name, last_seen_at, location, coarse_location, expires_at)
    select 'seed-' || n, (array['dog','cat','bird','rabbit','other'])[1 + n % 5], 'Seed ' || n, now() - interval '1 day',
@@ -300,7 +299,7 @@ await pool.query(
 await pool.query("vacuum (analyze) safety_lost_report");
 await pool.query("checkpoint");
 log("scenario 6: 15 rps of alerts reads, radius 25 km, and the same statement straight through pg");
-// The API and its baseline run the same search: until session 22 the API's was 10 km against the statement's 25.
+// The API and its baseline run the same search (the same radius), so their ratio compares like with like.
 const alertsRadiusKm = 25;
 const rawAlerts = await rawAlertsLatency(pool, 15, quick ? 5 : 20, alertsRadiusKm);
 const reads = await load({ baseUrl, rate: 15, durationSec: quick ? 10 : 60, kind: "alerts", connections: 16, radiusKm: alertsRadiusKm });

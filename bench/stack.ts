@@ -172,8 +172,9 @@ export async function startBenchStack(
 /**
  * Waits (at most a minute) until the outbox and the job queue are empty,
  * after a load; returns how long it took. Postgres's count comes back as a
- * number here (lib/db.ts parses bigint): until session 24 both callers
- * compared it with "0" and always waited the whole minute.
+ * number here (lib/db.ts parses bigint), so it is compared as one: against
+ * the string "0" the wait would never end early, and every reading taken
+ * after it would carry a minute of the idle stack's CPU.
  */
 export async function waitUntilSettled(pool: pg.Pool): Promise<number> {
   const start = performance.now();

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:write-path`: issue 19's hypotheses about the create path,
+ * `npm run bench:write-path`: hypotheses about what the create path costs,
  * each measured instead of taken on faith. Every variant gets a fresh stack
  * (database, NATS, processes) and the same load: 20 s of creates at 15/s,
  * then capacity steps of 8 s until p95 passes 50 ms or an error appears.
@@ -30,7 +30,7 @@ const variants: Variant[] = [
   { name: "pool-40", what: "DATABASE_POOL_SIZE 40", options: { apiEnv: { DATABASE_POOL_SIZE: "40" } } },
   { name: "api-alone", what: "relay and notifier stopped during the load", stopped: ["relay", "notifier"] },
   { name: "no-notifier", what: "the notifier stopped during the load: the relay publishes, nothing consumes", stopped: ["notifier"] },
-  { name: "equal-priority", what: "relay and notifier at the API's priority (nice 0), as before session 17", options: { relayNice: 0, notifierNice: 0 } },
+  { name: "equal-priority", what: "relay and notifier at the API's priority (nice 0), without the default's nice 10", options: { relayNice: 0, notifierNice: 0 } },
   { name: "notifier-nice", what: "only the notifier at nice 10, the relay at the API's priority", options: { relayNice: 0 } },
   { name: "two-apis", what: "two API processes behind round-robin", options: { apiInstances: 2 } },
 ];

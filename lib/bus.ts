@@ -50,7 +50,7 @@ export async function connectBus(url: string, name: string, logger: Logger): Pro
     waitOnFirstConnect: false,
     // Without this, every request (a JetStream publish is one) builds two Error
     // objects up front, stack traces and all, in case it fails later: 38 % of
-    // the relay's CPU while it drained a backlog (bench/README.md, session 19).
+    // the relay's CPU while it drained a backlog (a CPU profile of the relay, `npm run bench -- --profile`).
     // Failures still carry their message; the relay and notifier log only that.
     noAsyncTraces: true,
   });

@@ -18,6 +18,12 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Every setting carries a one-line `description` (zod's metadata) for
+ * docs/configuration.md; a helper whose schema is a string turned into
+ * something else by a transform also names what an operator writes, as
+ * `valueType`.
+ */
 const listenAddr = z
   .string()
   .regex(/^[^:\s]*:\d{1,5}$/, "expected host:port or :port")
@@ -25,27 +31,34 @@ const listenAddr = z
     const at = value.lastIndexOf(":");
     const host = value.slice(0, at) || "0.0.0.0";
     return { host, port: Number(value.slice(at + 1)) };
-  });
+  })
+  .meta({ valueType: "`host:port`, or `:port` for every interface" });
 
 export type ListenAddr = z.output<typeof listenAddr>;
 
 /**
- * Fills the unset listen addresses of a process: loopback in development,
- * where the auth bypass may be on, every interface elsewhere. A set value,
- * `:port` included, is taken as written.
+ * The host of an unset listen address: loopback in development, where the auth
+ * bypass may be on, every interface elsewhere.
  */
-const withListenDefaults = <T extends z.ZodType>(defaults: Record<string, number>, schema: T) =>
+export const DEFAULT_LISTEN_HOSTS = { development: "127.0.0.1", otherwise: "0.0.0.0" } as const;
+
+/**
+ * Fills the unset listen addresses of a process (setting → port) on
+ * DEFAULT_LISTEN_HOSTS. A set value, `:port` included, is taken as written.
+ */
+const withListenDefaults = <T extends z.ZodType>(defaults: { readonly [setting: string]: number | undefined }, schema: T) =>
   z.preprocess((input) => {
     const env = { ...(input as Env) };
-    const host = env.API_ENV === "development" ? "127.0.0.1" : "0.0.0.0";
-    for (const [setting, port] of Object.entries(defaults)) env[setting] ??= `${host}:${port}`;
+    const host = env.API_ENV === "development" ? DEFAULT_LISTEN_HOSTS.development : DEFAULT_LISTEN_HOSTS.otherwise;
+    for (const [setting, port] of Object.entries(defaults)) if (port !== undefined) env[setting] ??= `${host}:${port}`;
     return env;
   }, schema);
 
 const boolString = z
   .enum(["true", "false", "1", "0", ""])
   .default("false")
-  .transform((v) => v === "true" || v === "1");
+  .transform((v) => v === "true" || v === "1")
+  .meta({ valueType: "boolean: `true` or `1`, `false` or `0`" });
 
 const csv = z
   .string()
@@ -55,7 +68,8 @@ const csv = z
       .split(",")
       .map((s) => s.trim())
       .filter((s) => s.length > 0),
-  );
+  )
+  .meta({ valueType: "comma-separated list" });
 
 /**
  * An optional setting where an empty or blank value counts as unset: `SECRET=`
@@ -74,13 +88,15 @@ export function isAddressOrCidr(entry: string): boolean {
   return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
-const cidrList = csv.superRefine((entries, ctx) => {
-  for (const entry of entries) {
-    if (!isAddressOrCidr(entry)) ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR` });
-  }
-});
+const cidrList = csv
+  .superRefine((entries, ctx) => {
+    for (const entry of entries) {
+      if (!isAddressOrCidr(entry)) ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR` });
+    }
+  })
+  .meta({ valueType: "comma-separated IP addresses and CIDR blocks" });
 
-const databaseUrl = z.string().trim().min(1);
+const databaseUrl = z.string().trim().min(1).describe("Postgres connection string.");
 
 /**
  * Signs the one-click unsubscribe links of alert emails (lib/alert-unsubscribe.ts):
@@ -88,34 +104,72 @@ const databaseUrl = z.string().trim().min(1);
  * fixed value is used when it is unset, so a dev stack's links work.
  */
 export const DEVELOPMENT_UNSUBSCRIBE_SECRET = "development-only-alert-unsubscribe-secret";
-const alertUnsubscribeSecret = optionalSetting(z.string().min(32, "must be at least 32 characters"));
+const alertUnsubscribeSecret = optionalSetting(z.string().min(32, "must be at least 32 characters")).describe(
+  "Key of the HMAC on alert emails' one-click unsubscribe links: the notifier signs, the API checks; the same value in both.",
+);
+/** Values that stand in for unset settings in development only. */
+const developmentFallbacks = { ALERT_UNSUBSCRIBE_SECRET: DEVELOPMENT_UNSUBSCRIBE_SECRET } as const;
+
 /** One NATS URL, or several comma-separated (the nodes of a cluster); every entry must be non-empty. */
 const natsUrl = z
   .string()
   .trim()
   .min(1)
-  .refine((v) => v.split(",").every((s) => s.trim().length > 0), "expected one URL or several, comma-separated");
+  .refine((v) => v.split(",").every((s) => s.trim().length > 0), "expected one URL or several, comma-separated")
+  .meta({ valueType: "URL, or several comma-separated", description: "The NATS server, or the nodes of a cluster." });
+
+const natsStream = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]+$/)
+  .default("EVENTS")
+  .describe("The JetStream stream of the events (subjects `events.>`).");
 
 /** The stream's replicas: 1 on one server, 3 on a three-node cluster (JetStream allows at most 5). */
-const natsReplicas = z.coerce.number().int().min(1).max(5).default(1);
+const natsReplicas = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(5)
+  .default(1)
+  .describe("The stream's replicas: 1 on one server, 3 on a three-node cluster.");
 
 /** Days an open report lives after its creation or last renewal (contract: REPORT_TTL_DAYS, default 30). */
 const reportTtlDays = z.coerce.number().int().min(1).max(3650).default(30);
 
+const relayPublishTimeoutMs = z.coerce
+  .number()
+  .int()
+  .min(100)
+  .max(60_000)
+  .default(5000)
+  .describe("How long a publish waits for JetStream's acknowledgement.");
+
+const apiPublicBaseUrl = z.string().url().default("http://localhost:8080");
+
 const logging = {
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  LOG_PRETTY: boolString,
+  LOG_LEVEL: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+    .default("info")
+    .describe("The least severe level logged."),
+  LOG_PRETTY: boolString.describe("Readable log lines instead of JSON (development)."),
 };
 
 const common = {
-  API_ENV: z.enum(["development", "test", "production"]).default("production"),
+  API_ENV: z
+    .enum(["development", "test", "production"])
+    .default("production")
+    .describe("The environment: any but `development` enforces the settings required in production."),
   DATABASE_URL: databaseUrl,
   NATS_URL: natsUrl,
-  NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]+$/).default("EVENTS"),
+  NATS_STREAM: natsStream,
   NATS_REPLICAS: natsReplicas,
   ...logging,
-  PROBLEM_BASE_URL: z.string().url().default("https://problems.animal-safety.example"),
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  PROBLEM_BASE_URL: z
+    .string()
+    .url()
+    .default("https://problems.animal-safety.example")
+    .describe("Base of the `type` URI of problem+json error bodies (the spec's {problem_base})."),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10).describe("Postgres connections per pool of the process."),
 };
 
 /**
@@ -125,12 +179,14 @@ const common = {
  * lib/storage's createObjectStorage takes these names.
  */
 const objectStorage = {
-  OBJECT_STORAGE_ENDPOINT: optionalSetting(z.string()),
-  OBJECT_STORAGE_BUCKET: optionalSetting(z.string()),
-  OBJECT_STORAGE_ACCESS_KEY_ID: optionalSetting(z.string()),
-  OBJECT_STORAGE_SECRET_ACCESS_KEY: optionalSetting(z.string()),
-  OBJECT_STORAGE_REGION: optionalSetting(z.string()),
-  PHOTO_STORAGE_DIR: optionalSetting(z.string()),
+  OBJECT_STORAGE_ENDPOINT: optionalSetting(z.string()).describe("Endpoint of the S3-compatible photo bucket (path-style addressing)."),
+  OBJECT_STORAGE_BUCKET: optionalSetting(z.string()).describe("The photo bucket's name."),
+  OBJECT_STORAGE_ACCESS_KEY_ID: optionalSetting(z.string()).describe("Access key id for the photo bucket."),
+  OBJECT_STORAGE_SECRET_ACCESS_KEY: optionalSetting(z.string()).describe("Secret access key for the photo bucket."),
+  OBJECT_STORAGE_REGION: optionalSetting(z.string()).describe("The bucket's region (`us-east-1` when unset)."),
+  PHOTO_STORAGE_DIR: optionalSetting(z.string()).describe(
+    "The local photo directory used when no bucket is set (development); `.data/photos` when unset.",
+  ),
 };
 
 /**
@@ -140,11 +196,35 @@ const objectStorage = {
  * arrived BODY_TIMEOUT_MS after its reading began is cut off (408).
  */
 const apiPhotos = {
-  API_PHOTO_UPLOAD_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(3),
-  API_PHOTO_UPLOAD_WAIT_MS: z.coerce.number().int().min(0).max(300_000).default(30_000),
-  API_PHOTO_UPLOAD_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(120_000),
+  API_PHOTO_UPLOAD_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(3)
+    .describe("Photo uploads read at once, each holding up to 10 MiB in memory."),
+  API_PHOTO_UPLOAD_WAIT_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(300_000)
+    .default(30_000)
+    .describe("How long an upload waits for a slot before 503."),
+  API_PHOTO_UPLOAD_BODY_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(600_000)
+    .default(120_000)
+    .describe("How long an upload's body may take to arrive once its reading began, before 408."),
   /** Served variants kept in memory (api/photos/variant-cache.ts); 0 keeps none. */
-  API_PHOTO_CACHE_BYTES: z.coerce.number().int().min(0).max(1024 * 1024 * 1024).default(16 * 1024 * 1024),
+  API_PHOTO_CACHE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1024 * 1024 * 1024)
+    .default(16 * 1024 * 1024)
+    .describe("Bytes of served photo variants kept in memory; 0 keeps none."),
 };
 
 const objectStorageCredentials = [
@@ -154,87 +234,232 @@ const objectStorageCredentials = [
   "OBJECT_STORAGE_SECRET_ACCESS_KEY",
 ] as const;
 
-/** Some but not all four credentials would quietly keep photos on one machine's disk: refused, naming a missing one. */
-function checkObjectStorage(config: Partial<Record<(typeof objectStorageCredentials)[number], string | undefined>>): void {
-  const missing = objectStorageCredentials.filter((setting) => config[setting] === undefined);
-  if (missing.length > 0 && missing.length < objectStorageCredentials.length) {
-    const given = objectStorageCredentials.filter((setting) => !missing.includes(setting));
-    throw new ConfigError(missing[0]!, `is required when ${given.join(", ")} ${given.length === 1 ? "is" : "are"} set`);
-  }
+/**
+ * One process's (or tool's) settings and the rules about them that its schema
+ * does not state. The loaders apply these rules, and scripts/configuration-docs.ts
+ * renders the same data into docs/configuration.md, so the two cannot drift.
+ */
+export interface ProcessSettings<Shape extends z.ZodRawShape = z.ZodRawShape> {
+  /** The heading of the process's section in docs/configuration.md. */
+  readonly title: string;
+  /** What runs with these settings, one line of markdown. */
+  readonly runs: string;
+  /** The settings: the z.object shape, before the listen-address defaults wrap it. */
+  readonly shape: Shape;
+  /** Listen addresses and the port of their default (DEFAULT_LISTEN_HOSTS). */
+  readonly listenDefaults: { readonly [K in keyof Shape]?: number };
+  /** Required whenever API_ENV is not development, checked in this order: unset, blank or an empty list fails. */
+  readonly requiredOutsideDevelopment: readonly (keyof Shape & string)[];
+  /** Boolean settings refused as true unless API_ENV=development. */
+  readonly developmentOnly: readonly (keyof Shape & string)[];
+  /** Values that stand in for unset settings in development. */
+  readonly developmentFallbacks: { readonly [K in keyof Shape]?: string };
+  /** Groups to set all together or not at all: some but not all would quietly keep photos on one machine's disk. */
+  readonly allOrNone: readonly (readonly (keyof Shape & string)[])[];
 }
 
-const apiSchema = withListenDefaults({ API_HTTP_ADDR: 8080 }, z.object({
-  ...common,
-  API_HTTP_ADDR: listenAddr,
-  API_PUBLIC_BASE_URL: z.string().url().default("http://localhost:8080"),
-  AUTH_JWKS_URL: optionalSetting(z.string().url()),
-  AUTH_ISSUER: optionalSetting(z.string()),
-  AUTH_AUDIENCE: optionalSetting(z.string()),
-  AUTH_ROLES_CLAIM: z.string().min(1).default("roles"),
-  API_CORS_ORIGINS: csv,
-  ...objectStorage,
-  API_TRUSTED_PROXY_CIDRS: cidrList,
-  API_DEV_AUTH_BYPASS: boolString,
-  API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(65_536),
-  ...apiPhotos,
-  REPORT_TTL_DAYS: reportTtlDays,
-  ALERT_UNSUBSCRIBE_SECRET: alertUnsubscribeSecret,
-}));
+const defineProcess = <Shape extends z.ZodRawShape>(settings: ProcessSettings<Shape>): ProcessSettings<Shape> => settings;
+
+const noRules = { listenDefaults: {}, requiredOutsideDevelopment: [], developmentOnly: [], developmentFallbacks: {}, allOrNone: [] };
+
+const apiSettings = defineProcess({
+  title: "API",
+  runs: "The HTTP API: `npm run start:api`, `bin/api` or `bin/api serve`.",
+  shape: {
+    ...common,
+    API_HTTP_ADDR: listenAddr.describe("Where the HTTP server listens."),
+    API_PUBLIC_BASE_URL: apiPublicBaseUrl.describe("Where the API is reached from outside: the base of photo URLs and emergency QR links."),
+    AUTH_JWKS_URL: optionalSetting(z.string().url()).describe("The identity provider's JWKS, which verifies bearer JWTs."),
+    AUTH_ISSUER: optionalSetting(z.string()).describe("The `iss` a bearer JWT must carry."),
+    AUTH_AUDIENCE: optionalSetting(z.string()).describe("The `aud` a bearer JWT must carry."),
+    AUTH_ROLES_CLAIM: z.string().min(1).default("roles").describe("The JWT claim that holds the actor's roles."),
+    API_CORS_ORIGINS: csv.describe("The origins CORS allows; none when empty."),
+    ...objectStorage,
+    API_TRUSTED_PROXY_CIDRS: cidrList.describe("Proxies whose `X-Forwarded-For` is trusted for the client's address; none when empty."),
+    API_DEV_AUTH_BYPASS: boolString.describe(
+      "Development only: `X-Debug-Actor` and `X-Debug-Roles` stand in for a JWT, with an in-memory authorization stub.",
+    ),
+    API_BODY_LIMIT_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(10_485_760)
+      .default(65_536)
+      .describe("The largest request body, in bytes (photo uploads have their own limit)."),
+    ...apiPhotos,
+    REPORT_TTL_DAYS: reportTtlDays.describe("Days an open report lives after its creation or last renewal."),
+    ALERT_UNSUBSCRIBE_SECRET: alertUnsubscribeSecret,
+  },
+  listenDefaults: { API_HTTP_ADDR: 8080 },
+  requiredOutsideDevelopment: [
+    "AUTH_JWKS_URL",
+    "AUTH_ISSUER",
+    "AUTH_AUDIENCE",
+    "API_CORS_ORIGINS",
+    ...objectStorageCredentials,
+    "ALERT_UNSUBSCRIBE_SECRET",
+  ],
+  developmentOnly: ["API_DEV_AUTH_BYPASS"],
+  developmentFallbacks,
+  allOrNone: [objectStorageCredentials],
+});
 
 /**
  * The process's scheduling niceness (0–19): a background process sharing a
  * machine with the API lowers its own priority so the API's requests get the
- * cores first (bench/README.md: nice 10 held 2–3 times the creates/s).
+ * cores first (`npm run bench:write-path`, its equal-priority step: nice 10 held 2–3 times the creates/s; docs/decisions/0021).
  */
-const niceValue = z.coerce.number().int().min(0).max(19).default(0);
+const niceValue = z.coerce
+  .number()
+  .int()
+  .min(0)
+  .max(19)
+  .default(0)
+  .describe("The niceness the process gives itself at start, so the API's requests get the cores first.");
 
-const relaySchema = withListenDefaults({ RELAY_HEALTH_ADDR: 8081 }, z.object({
-  ...common,
-  RELAY_HEALTH_ADDR: listenAddr,
-  RELAY_POLL_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
-  RELAY_RETRY_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
-  RELAY_PUBLISH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
-  RELAY_LANES: z.coerce.number().int().min(1).max(16).default(4),
-  RELAY_NICE: niceValue,
-  OUTBOX_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
-  // The relay runs the report lifetime job, which dates reports from before lifetimes existed.
-  REPORT_TTL_DAYS: reportTtlDays,
-}));
+const healthAddr = listenAddr.describe("Where the health server (`/healthz`, `/readyz`, `/metrics`) listens.");
 
-const notifierSchema = withListenDefaults({ NOTIFIER_HEALTH_ADDR: 8085 }, z.object({
-  ...common,
-  NOTIFIER_HEALTH_ADDR: listenAddr,
-  SMTP_URL: optionalSetting(z.string().url()),
-  SMTP_FROM: z.string().min(3).default("Animal Safety <no-reply@animal-safety.example>"),
-  NOTIFIER_CONSUMER_NAME: z.string().regex(/^[A-Za-z0-9_-]+$/).default("notifier"),
-  NOTIFIER_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5),
-  /** Alert fan-out batches at once, on a runner of their own: each keeps a Postgres backend busy while it runs. */
-  NOTIFIER_FANOUT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(1),
-  /** The share of its time a fan-out slot spends running batches; it rests the remainder, leaving the machine to the API. */
-  NOTIFIER_FANOUT_DUTY: z.coerce.number().min(0.05).max(1).default(1),
-  NOTIFIER_NICE: niceValue,
-  NOTIFIER_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
-  NOTIFIER_CONSUME_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(32),
-  /** Where the API is reached from outside: alert emails' unsubscribe links point there. */
-  API_PUBLIC_BASE_URL: z.string().url().default("http://localhost:8080"),
-  ALERT_UNSUBSCRIBE_SECRET: alertUnsubscribeSecret,
-  /** Photo processing jobs at once: each decodes up to a 1600 px raster (about 10 MB) besides the original. */
-  NOTIFIER_PHOTO_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
-  ...objectStorage,
-}));
+const relaySettings = defineProcess({
+  ...noRules,
+  title: "Relay",
+  runs: "The outbox relay: `npm run start:relay`.",
+  shape: {
+    ...common,
+    RELAY_HEALTH_ADDR: healthAddr,
+    RELAY_POLL_INTERVAL_MS: z.coerce
+      .number()
+      .int()
+      .min(50)
+      .max(60_000)
+      .default(1000)
+      .describe("Interval of the outbox poll, which drains what a lost wake-up left."),
+    RELAY_RETRY_INTERVAL_MS: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .max(60_000)
+      .default(5000)
+      .describe("The pause after a failed publish."),
+    RELAY_PUBLISH_TIMEOUT_MS: relayPublishTimeoutMs,
+    RELAY_LANES: z.coerce.number().int().min(1).max(16).default(4).describe("Batches in flight at once while a backlog drains."),
+    RELAY_NICE: niceValue,
+    OUTBOX_RETENTION_DAYS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(3650)
+      .default(7)
+      .describe("Days published outbox rows are kept before the maintenance job deletes them."),
+    // The relay runs the report lifetime job, which dates reports from before lifetimes existed.
+    REPORT_TTL_DAYS: reportTtlDays.describe(
+      "Days an open report lives after its creation or last renewal (the relay runs the report lifetime job).",
+    ),
+  },
+  listenDefaults: { RELAY_HEALTH_ADDR: 8081 },
+});
+
+const notifierSettings = defineProcess({
+  title: "Notifier",
+  runs: "The notifier (bus consumer, notification, alert and photo jobs): `npm run start:notifier`.",
+  shape: {
+    ...common,
+    NOTIFIER_HEALTH_ADDR: healthAddr,
+    SMTP_URL: optionalSetting(z.string().url()).describe("The SMTP server of email notifications; when unset, email has no deliverer."),
+    SMTP_FROM: z.string().min(3).default("Animal Safety <no-reply@animal-safety.example>").describe("The sender of notification emails."),
+    NOTIFIER_CONSUMER_NAME: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+$/)
+      .default("notifier")
+      .describe("The name of the durable JetStream consumer."),
+    NOTIFIER_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5).describe("graphile-worker jobs run at once."),
+    /** Alert fan-out batches at once, on a runner of their own: each keeps a Postgres backend busy while it runs. */
+    NOTIFIER_FANOUT_CONCURRENCY: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(16)
+      .default(1)
+      .describe("Alert fan-out batches run at once, each keeping a Postgres backend busy."),
+    /** The share of its time a fan-out slot spends running batches; it rests the remainder, leaving the machine to the API. */
+    NOTIFIER_FANOUT_DUTY: z.coerce
+      .number()
+      .min(0.05)
+      .max(1)
+      .default(1)
+      .describe("The share of its time a fan-out slot runs batches; it rests the remainder, leaving the machine to the API."),
+    NOTIFIER_NICE: niceValue,
+    NOTIFIER_ACK_WAIT_MS: z.coerce
+      .number()
+      .int()
+      .min(1_000)
+      .max(600_000)
+      .default(30_000)
+      .describe("How long JetStream waits for a message's ack before it redelivers the message."),
+    NOTIFIER_CONSUME_CONCURRENCY: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(500)
+      .default(32)
+      .describe("Bus messages handled at once."),
+    /** Where the API is reached from outside: alert emails' unsubscribe links point there. */
+    API_PUBLIC_BASE_URL: apiPublicBaseUrl.describe("Where the API is reached from outside: alert emails' unsubscribe links point there."),
+    ALERT_UNSUBSCRIBE_SECRET: alertUnsubscribeSecret,
+    /** Photo processing jobs at once: each decodes up to a 1600 px raster (about 10 MB) besides the original. */
+    NOTIFIER_PHOTO_CONCURRENCY: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(16)
+      .default(2)
+      .describe("Photo processing jobs at once, each decoding up to a 1600 px raster (about 10 MB) besides the original."),
+    ...objectStorage,
+  },
+  listenDefaults: { NOTIFIER_HEALTH_ADDR: 8085 },
+  // The notifier processes and deletes photos: outside development it needs the bucket as the API does.
+  requiredOutsideDevelopment: [...objectStorageCredentials, "ALERT_UNSUBSCRIBE_SECRET"],
+  developmentOnly: [],
+  developmentFallbacks,
+  allOrNone: [objectStorageCredentials],
+});
 
 /** `api migrate …` and the operator tasks: a database and, for migrate, a logger. */
-const databaseToolSchema = z.object({ DATABASE_URL: databaseUrl, ...logging });
+const databaseToolSettings = defineProcess({
+  ...noRules,
+  title: "`api migrate` and the operator tasks",
+  runs: "`bin/api migrate up` / `status` (`npm run migrate`), `tasks/cancel-lost-report.ts` and `tasks/clean-worker-jobs.ts`.",
+  shape: { DATABASE_URL: databaseUrl, ...logging },
+});
 
 /** Operator tasks that also publish to the stream (tasks/republish-outbox.ts). */
-const busToolSchema = z.object({
-  DATABASE_URL: databaseUrl,
-  NATS_URL: natsUrl,
-  NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]+$/).default("EVENTS"),
-  NATS_REPLICAS: natsReplicas,
-  RELAY_PUBLISH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
-  ...logging,
+const busToolSettings = defineProcess({
+  ...noRules,
+  title: "The republish task",
+  runs: "`tasks/republish-outbox.ts`, the operator task that publishes outbox rows to the stream again.",
+  shape: {
+    DATABASE_URL: databaseUrl,
+    NATS_URL: natsUrl,
+    NATS_STREAM: natsStream,
+    NATS_REPLICAS: natsReplicas,
+    RELAY_PUBLISH_TIMEOUT_MS: relayPublishTimeoutMs,
+    ...logging,
+  },
 });
+
+/** Every process's and tool's settings, in the order of docs/configuration.md. */
+export const settingsByProcess = {
+  api: apiSettings,
+  relay: relaySettings,
+  notifier: notifierSettings,
+  databaseTool: databaseToolSettings,
+  busTool: busToolSettings,
+} as const;
+
+const apiSchema = withListenDefaults(apiSettings.listenDefaults, z.object(apiSettings.shape));
+const relaySchema = withListenDefaults(relaySettings.listenDefaults, z.object(relaySettings.shape));
+const notifierSchema = withListenDefaults(notifierSettings.listenDefaults, z.object(notifierSettings.shape));
+const databaseToolSchema = z.object(databaseToolSettings.shape);
+const busToolSchema = z.object(busToolSettings.shape);
 
 // The secret is always set once loaded: required outside development, defaulted in it.
 export type ApiConfig = Readonly<z.output<typeof apiSchema> & { ALERT_UNSUBSCRIBE_SECRET: string }>;
@@ -254,33 +479,48 @@ function parseWith<T extends z.ZodType>(schema: T, env: Env): z.output<T> {
   return Object.freeze(result.data) as z.output<T>;
 }
 
-const securitySensitiveApiSettings = [
-  "AUTH_JWKS_URL",
-  "AUTH_ISSUER",
-  "AUTH_AUDIENCE",
-  "API_CORS_ORIGINS",
-  ...objectStorageCredentials,
-] as const;
-
-export function loadApiConfig(env: Env): ApiConfig {
-  const config = parseWith(apiSchema, env);
-  if (config.API_DEV_AUTH_BYPASS && config.API_ENV !== "development") {
-    throw new ConfigError("API_DEV_AUTH_BYPASS", "is only allowed when API_ENV=development");
-  }
+/**
+ * The rules of a process's ProcessSettings, in this order: development-only
+ * settings, then the settings required outside development, then the
+ * all-or-none groups.
+ */
+function checkRules(config: { readonly API_ENV: string }, rules: ProcessSettings): void {
+  const values = config as unknown as Readonly<Record<string, unknown>>;
   if (config.API_ENV !== "development") {
-    for (const setting of securitySensitiveApiSettings) {
-      const value = config[setting];
+    for (const setting of rules.developmentOnly) {
+      if (values[setting] === true) throw new ConfigError(setting, "is only allowed when API_ENV=development");
+    }
+    for (const setting of rules.requiredOutsideDevelopment) {
+      const value = values[setting];
       // Blank strings were already turned into "unset" by the schema; an empty list is unset too.
       if (value === undefined || value === "" || (Array.isArray(value) && value.length === 0)) {
         throw new ConfigError(setting, `is required when API_ENV=${config.API_ENV}`);
       }
     }
   }
-  checkObjectStorage(config);
+  for (const group of rules.allOrNone) checkAllOrNone(values, group);
+}
+
+/** Some but not all of a group (the four bucket credentials) is refused, naming a missing one. */
+function checkAllOrNone(values: Readonly<Record<string, unknown>>, group: readonly string[]): void {
+  const missing = group.filter((setting) => values[setting] === undefined);
+  if (missing.length > 0 && missing.length < group.length) {
+    const given = group.filter((setting) => !missing.includes(setting));
+    throw new ConfigError(missing[0]!, `is required when ${given.join(", ")} ${given.length === 1 ? "is" : "are"} set`);
+  }
+}
+
+export function loadApiConfig(env: Env): ApiConfig {
+  const config = parseWith(apiSchema, env);
+  checkRules(config, apiSettings);
   return withUnsubscribeSecret(config);
 }
 
-/** Outside development a missing ALERT_UNSUBSCRIBE_SECRET fails; in development the fixed value stands in. */
+/**
+ * Outside development a missing ALERT_UNSUBSCRIBE_SECRET has already failed
+ * (requiredOutsideDevelopment; checked again here, so no other environment
+ * ever gets the fixed value); in development the fixed value stands in.
+ */
 function withUnsubscribeSecret<T extends { API_ENV: string; ALERT_UNSUBSCRIBE_SECRET?: string | undefined }>(
   config: T,
 ): T & { ALERT_UNSUBSCRIBE_SECRET: string } {
@@ -288,22 +528,19 @@ function withUnsubscribeSecret<T extends { API_ENV: string; ALERT_UNSUBSCRIBE_SE
   if (config.API_ENV !== "development") {
     throw new ConfigError("ALERT_UNSUBSCRIBE_SECRET", `is required when API_ENV=${config.API_ENV}`);
   }
-  return Object.freeze({ ...config, ALERT_UNSUBSCRIBE_SECRET: DEVELOPMENT_UNSUBSCRIBE_SECRET });
+  return Object.freeze({ ...config, ALERT_UNSUBSCRIBE_SECRET: developmentFallbacks.ALERT_UNSUBSCRIBE_SECRET });
 }
 
 export function loadRelayConfig(env: Env): RelayConfig {
-  return parseWith(relaySchema, env);
+  const config = parseWith(relaySchema, env);
+  checkRules(config, relaySettings);
+  return config;
 }
 
 /** The notifier processes and deletes photos: outside development it needs the bucket as the API does. */
 export function loadNotifierConfig(env: Env): NotifierConfig {
   const config = parseWith(notifierSchema, env);
-  if (config.API_ENV !== "development") {
-    for (const setting of objectStorageCredentials) {
-      if (config[setting] === undefined) throw new ConfigError(setting, `is required when API_ENV=${config.API_ENV}`);
-    }
-  }
-  checkObjectStorage(config);
+  checkRules(config, notifierSettings);
   return withUnsubscribeSecret(config);
 }
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { REPORT_OUTCOMES, SPECIES } from "./animals.js";
-import { MATCH_KINDS } from "./matches.js";
+import { MATCH_KINDS, MATCH_REASONS } from "./matches.js";
 import { CONTENT_STATES, MODERATION_TARGET_TYPES } from "./moderation.js";
 import { PHOTO_PARENT_TYPES } from "./photos.js";
 
@@ -133,7 +133,13 @@ export const eventCatalogue = {
     reasonCode: z.string().min(1).max(100),
     expiresAt: Instant.nullable(),
   }),
-  [EventType.MatchSuggested]: MatchPair.extend({ score: z.number().min(0).max(1) }),
+  [EventType.MatchSuggested]: MatchPair.extend({
+    score: z.number().min(0).max(1),
+    /** What gave the score, strongest first; absent on events recorded before it was carried. */
+    reasons: z.array(z.enum(MATCH_REASONS)).optional(),
+    /** Metres between the two coarse points. */
+    distanceM: z.number().int().min(0).optional(),
+  }),
   [EventType.MatchConfirmed]: MatchPair,
   [EventType.TagScanned]: z.object({
     animalId: z.uuid(),

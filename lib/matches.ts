@@ -11,3 +11,50 @@ export type MatchStatus = (typeof MATCH_STATUSES)[number];
 
 /** A suggestion is kept from this score up (contract). */
 export const SUGGESTION_THRESHOLD = 0.5;
+
+/** Scores from here up are called strong in words to people; below it a match is a possible one. */
+export const STRONG_MATCH_SCORE = 0.85;
+/** Scores from here up, and below STRONG_MATCH_SCORE, are called good. */
+export const GOOD_MATCH_SCORE = 0.7;
+
+const REASON_WORDS: Partial<Record<MatchReason, string>> = {
+  microchip: "the same microchip",
+  breed: "breed",
+  colors: "colours",
+  sex: "sex",
+  marks: "similar marks",
+  photo: "a similar photo",
+};
+/** The "same …" reasons, read together: "same breed, colours and sex". */
+const SAME_REASONS: ReadonlySet<MatchReason> = new Set(["breed", "colors", "sex"]);
+
+const listInWords = (items: string[]): string =>
+  items.length <= 1 ? (items[0] ?? "") : `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`;
+
+/**
+ * How strong a suggestion is, in words a person reads:
+ * "a strong match: same breed, colours and sex, found 1 km away".
+ * A score is a model's estimate, not a certainty, so people are told its
+ * strength and the evidence behind it; the number stays in the API.
+ */
+export function describeMatch(match: {
+  score: number;
+  kind: MatchKind;
+  reasons?: readonly MatchReason[] | undefined;
+  distanceM?: number | undefined;
+}): string {
+  const strength =
+    match.score >= STRONG_MATCH_SCORE ? "a strong match" : match.score >= GOOD_MATCH_SCORE ? "a good match" : "a possible match";
+  const reasons = match.reasons ?? [];
+  const parts: string[] = [];
+  if (reasons.includes("microchip")) parts.push(REASON_WORDS.microchip!);
+  const same = reasons.filter((r) => SAME_REASONS.has(r)).map((r) => REASON_WORDS[r]!);
+  if (same.length > 0) parts.push(`same ${listInWords(same)}`);
+  for (const reason of ["marks", "photo"] as const) if (reasons.includes(reason)) parts.push(REASON_WORDS[reason]!);
+  if (match.distanceM !== undefined) {
+    const km = match.distanceM / 1000;
+    const where = km < 1 ? "less than 1 km away" : `${km < 10 ? Math.round(km * 10) / 10 : Math.round(km)} km away`;
+    parts.push(`${match.kind === "sighting" ? "seen" : "found"} ${where}`);
+  }
+  return parts.length === 0 ? strength : `${strength}: ${parts.join(", ")}`;
+}

@@ -58,8 +58,9 @@ export interface PublishableOutboxRow {
  * An outbox row's event envelope (lib/events.ts EventEnvelope: id, type,
  * occurredAt to the millisecond, data), written by Postgres as JSON text. The
  * relay publishes it as it comes: parsing each payload, its timestamp and the
- * row into objects only to serialise them again was a sixth of the relay's
- * CPU per event (session 20, bench/README.md). Every publisher (relay, admin
+ * row into objects only to serialise them again would cost a sixth of the
+ * relay's CPU per event (process CPU over a 100,000-row drain, as
+ * `npm run bench`'s relay drain runs it). Every publisher (relay, admin
  * requeue, republish task) takes its envelope from here.
  */
 export const envelopeSql = `json_build_object('id', id, 'type', type,
@@ -141,8 +142,8 @@ const schemasWithout = new Map<string, z.ZodObject>();
 /**
  * The type's payload schema less the fields SQL fills in, made once: zod 4
  * compiles an object schema's parser on its first parse, so an `omit` per
- * call paid that compilation on every create (13 % of the API's CPU in
- * `npm run bench:cost`'s profile, bench/README.md "Session 22").
+ * call would pay that compilation on every create (13 % of the API's CPU in
+ * `COST_PROFILE=<dir> npm run bench:cost`'s profile).
  */
 function payloadSchemaWithout(type: EventType, fields: readonly string[]): z.ZodObject {
   const key = `${type}:${fields.join(",")}`;
@@ -157,7 +158,8 @@ function payloadSchemaWithout(type: EventType, fields: readonly string[]): z.Zod
 /**
  * The same event write, embedded in ONE statement with its domain write: the
  * event is inserted only when `created` returned a row. One round trip and
- * atomic on its own, for the hot creates (bench/README.md). Payload fields
+ * atomic on its own, for the hot creates (`npm run bench:statements` counts
+ * their round trips). Payload fields
  * named in `fromCreated` are SQL over `created` (so a coarse point comes from
  * the stored row); the rest is checked against the type's schema here.
  * Returns the row's columns and `eventId`, or null when nothing was created.
@@ -217,15 +219,15 @@ const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
  * message: the simple query protocol carries several statements (and no
  * parameters, so the limit and cursor are inlined, checked) in one round
  * trip. Every relay wake-up pays this, so at a few creates a second the
- * relay's four round trips per batch become two (bench/README.md). The caller
+ * relay's round trips per batch are two, not four (`npm run bench:statements`). The caller
  * ends the transaction with markPublishedAndCommit, or rolls it back.
  *
  * With `after`, the scan starts past the drain's last claimed row. Without
  * it, every claim of a long drain walked the partial index from its start,
  * over the entries of every row published since the last vacuum: a
  * published row leaves its entry behind, and autovacuum does not run inside a
- * drain of seconds (nor at all on the CI machine). Postgres spent most of a
- * drain's CPU there (session 20, bench/README.md).
+ * drain of seconds (nor at all on the CI machine). Postgres would spend most
+ * of a drain's CPU there (`npm run bench`, relay drain).
  */
 export async function beginAndClaimUnpublishedBatch(
   client: Queryable,
@@ -247,7 +249,7 @@ export async function beginAndClaimUnpublishedBatch(
  * kill_prior_tuple is for plain index scans only). So every claim
  * rechecked, in the heap, every row published since the last vacuum: with
  * 3,600 of them, 167 heap pages and 1.15 ms a claim, more Postgres CPU per
- * create than the create's own transaction (session 24, bench/README.md).
+ * create than the create's own transaction (`npm run bench:cost`).
  * A plain scan marks them on its first pass, and later claims step over them
  * in the index: 19 index pages and 0.08 ms.
  */

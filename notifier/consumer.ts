@@ -122,7 +122,7 @@ type RawEvent = z.output<typeof Envelope>;
  * plan was estimated cheaper than the generic one, so it never switched
  * (pg_prepared_statements: 15 custom plans in 15 runs, none generic), and the
  * planning cost about 0.4 ms of Postgres CPU a create, over a third of the
- * notifier's share (session 24, bench/README.md). The consumer's statements
+ * notifier's share (`npm run bench:cost`). The consumer's statements
  * are the checks, the notification insert and add_jobs, each of the same
  * shape whatever the batch; the notifier's jobs keep the default, in their
  * own pool.
@@ -160,7 +160,7 @@ const reactionChecks = [uncoveredFanoutCheck, idleMatchCheck] as const;
  * whose jobs the transaction queues), and the matching check only reads.
  * Most events (a new report where nobody subscribed and nothing matches)
  * then have nothing left to write, and cost that one statement instead of a
- * transaction of four (bench/README.md, sessions 21 and 22).
+ * transaction of four (measured with `npm run bench:statements`).
  */
 export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise<Set<string>> {
   if (handled.length === 0) return new Set();

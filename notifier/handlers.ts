@@ -1,4 +1,5 @@
 import { EventType, parseEventData, type EventEnvelope } from "../lib/events.js";
+import { describeMatch } from "../lib/matches.js";
 import type { NotificationKind } from "../lib/notifications.js";
 
 /** What a handler makes of one event; the consumer adds the channels and the source event id. */
@@ -161,8 +162,8 @@ const matchSuggested: EventHandler<typeof EventType.MatchSuggested> = ({ data })
     sourceKey,
     subject: data.kind === "sighting" ? "A sighting may be your animal" : "A found animal may be yours",
     body:
-      `The service matched your lost report with a ${data.kind === "sighting" ? "sighting" : "found report"} ` +
-      `(score ${Math.round(data.score * 100)} %). Open your report's matches to see why, then confirm or dismiss it.`,
+      `A ${data.kind === "sighting" ? "sighting" : "found report"} may be your animal: ${describeMatch(data)}. ` +
+      "Open your report's matches to see it, then confirm or dismiss it.",
     data: matchIds(data),
   };
   if (data.kind === "sighting") return [owner];

@@ -31,7 +31,7 @@ export interface ReactionCheck<J extends QueuedJob = QueuedJob> {
  * checks: most events that start any of these jobs start one of each (a new
  * lost report: its fan-out and its matching), and on a 2-core VM each round
  * trip of the notifier cost about a fifth of its CPU per create, mostly the
- * socket write (bench/README.md, session 22). Nothing runs when no check
+ * socket write (`COST_PROFILE=<dir> npm run bench:cost`). Nothing runs when no check
  * applies to any job.
  */
 export async function withoutIdleReactions(client: Queryable, jobs: QueuedJob[], checks: readonly ReactionCheck[]): Promise<QueuedJob[]> {

@@ -56,7 +56,7 @@ const runner = await orExit(logger, "relay: database", () =>
     crontab: [MAINTENANCE_CRONTAB, REPORT_LIFETIME_CRONTAB].join("\n"),
     concurrency: 2,
     // Fetched jobs are served from memory: a worker no longer asks Postgres for the next job after
-    // every relay job, one statement fewer per create (bench/README.md, session 19).
+    // every relay job, one statement fewer per create (`npm run bench:statements`).
     localQueueSize: 4,
   }),
 );

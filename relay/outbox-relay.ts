@@ -8,8 +8,7 @@ import type { RelayMetrics } from "./metrics.js";
  * Rows per claimed batch: the spec's limit (100 rows). Each batch pays a
  * claim, a mark and a commit whatever its size; draining 50,000 rows
  * in-process on a 2-core VM, 100 per batch gave 7,300–7,800 events/s and
- * 250 gave 8,900–9,700, against 12,000 for bare publishes with acks
- * (session 18, bench/README.md).
+ * 250 gave 8,900–9,700, against 12,000 for bare publishes with acks.
  */
 export const RELAY_BATCH_SIZE = 100;
 
@@ -95,8 +94,9 @@ export class OutboxRelay {
 
   /**
    * Publishes one batch; true when it came back full, so more may be waiting.
-   * Until session 19 the first lane looped on full batches itself and so
-   * drained every backlog alone: the other lanes never started.
+   * It returns after each batch, not looping on full ones itself: the first
+   * lane would then drain every backlog alone, and the other lanes never start
+   * (tests/relay/lanes.test.ts).
    */
   private async nextBatch(): Promise<boolean> {
     if (this.stopped || Date.now() < this.pausedUntil) return false;

@@ -13,14 +13,15 @@ import { recordEvent } from "../lib/outbox.js";
  *
  * Each batch locks its rows in a materialized CTE, run once, and updates
  * exactly those: drain() below relies on every row a batch locks being
- * updated. Until session 27 it was `update … where id in (select … limit n
- * for update skip locked)`, which on a fresh table is planned as a
+ * updated. The shorter `update … where id in (select … limit n for update
+ * skip locked)` does not do that: on a fresh table it is planned as a
  * nested-loop semi join that runs the locking subquery again for every open
  * row. Each run skips the rows the statement has already updated (LockRows
  * ignores a row its own command updated), so its limit reaches further and
  * locks rows the outer scan has passed: a batch of 25 closed 44 and held 69
- * locks. Another worker, finding only locked rows, stopped; CI once left 13
- * of 300 reports open with four workers at once.
+ * locks. Another worker, finding only locked rows, stops, and reports are
+ * left open: 13 of 300 with four workers at once, the case
+ * tests/relay/report-lifetime.test.ts runs.
  */
 
 type Kind = "lost" | "found";

@@ -1,5 +1,5 @@
 /**
- * Matching speed (issue 16): with 1,000,000 open lost reports seeded, the time
+ * Matching speed: with 1,000,000 open lost reports seeded, the time
  * one match_subject job takes for a new found report (p50/p95/p99, warm), and
  * how long a burst of 1,000 found reports takes to be fully matched by the
  * notifier's real graphile-worker task.

@@ -1,11 +1,12 @@
 --! Previous: sha1:fb2548eedef2064b623bcc2e03dd0d79b6277b19
---! Hash: sha1:4f9facb2c8859f38ffea2866488e5d387d2ea738
+--! Hash: sha1:c32e2c8aa7d69a93dda65fe5b4200a46e095c482
 --! Message: alert fan-out batches without ledger rows
 
--- Alert fan-out without a ledger row per recipient (issue 17's load item).
--- A burst of lost reports in a city wrote 1.2 million ledger rows in 30 s,
--- each inserted pending by batch 0 and updated by its batch, and two thirds
--- of them only to say "past the daily cap, for the digest". Now batch 0
+-- Alert fan-out without a ledger row per recipient. With one, a burst of
+-- lost reports in a city (10/s for 30 s, the load item of
+-- `npx tsx bench/alerts-fanout.ts`) writes 1.2 million ledger rows, each
+-- inserted pending by batch 0 and updated by its batch, and two thirds of
+-- them only to say "past the daily cap, for the digest". So batch 0
 -- stores its recipients as one row of arrays per batch (alert_fanout_batch,
 -- deleted as the batch runs), the ledger gets a row only when a subscriber
 -- is notified, and a subscriber past the cap gets none: the morning digest

@@ -1,17 +1,17 @@
---! Previous: sha1:4f9facb2c8859f38ffea2866488e5d387d2ea738
---! Hash: sha1:b607f39e4e5d64f6e9652c89b6eed9e8a74edbc6
+--! Previous: sha1:c32e2c8aa7d69a93dda65fe5b4200a46e095c482
+--! Hash: sha1:dac1d7cf1b2922ba804882abe149b710e3f988fe
 --! Message: the outbox trigger notifies the relay
 
 -- Wake the relay with a notification on its own channel, not a graphile-worker
--- job (issue 19). Each outbox insert that found no relay job waiting (every
--- create at a steady 15/s, since the relay takes the job within milliseconds)
--- called add_job: 0.5 ms of Postgres inside the writing transaction
--- (an outbox insert 0.87 ms with it, 0.28 ms without, pgbench on the bench
--- VM), a job row inserted and deleted per create, and a `jobs:insert`
--- notification that made every graphile-worker runner of every process ask
--- for jobs (four fetches per create, of which the relay's was the one that
--- found it). With the notification instead, the API's write p95 at 15/s went
--- from 6.9–7.7 to 4.6–4.7 ms (bench/README.md, session 21).
+-- job. Waking it by a job, each outbox insert that found no relay job waiting
+-- (every create at a steady 15/s, since the relay takes the job within
+-- milliseconds) calls add_job: 0.5 ms of Postgres inside the writing
+-- transaction (an outbox insert 0.87 ms with it, 0.28 ms without, pgbench on
+-- the bench VM), a job row inserted and deleted per create, and a
+-- `jobs:insert` notification that makes every graphile-worker runner of every
+-- process ask for jobs (four fetches per create, of which the relay's is the
+-- one that finds it). The API's write p95 at 15/s (`npm run bench`): 6.9–7.7 ms
+-- woken by a job, 4.6–4.7 ms by the notification.
 --
 -- NOTIFY is transactional: it is sent on commit and never for a rolled-back
 -- insert, and notifications of one transaction on one channel are sent once.

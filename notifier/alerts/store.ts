@@ -134,9 +134,10 @@ export async function lockFanout(client: Queryable, eventId: string): Promise<Lo
  * Each start reads its report by key, through a subquery the planner cannot
  * flatten (`offset 0`). The consumer plans this statement once per
  * connection (CONSUMER_SESSION_SETTINGS), so a plan chosen while the table
- * was small stays while it grows: as a join, it was a hash join over a
- * sequential scan of every lost report, once per batch (session 26,
- * bench/README.md: 0.62 ms a run under auto_explain at 500 creates/s).
+ * was small stays while it grows: as a join, it is planned as a hash join
+ * over a sequential scan of every lost report, once per batch (0.62 ms a run
+ * under auto_explain at 500 creates/s; tests/notifier/consumer-plans.test.ts
+ * checks the plan).
  */
 export function uncoveredFanoutsSql(starts: { eventIds: string; reportIds: string; eventTypes: string }, batchSize: string) {
   return {

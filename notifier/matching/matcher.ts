@@ -68,6 +68,8 @@ export function createMatcher({ pool, logger }: { pool: Pool; logger: Logger }) 
           targetId: row.targetId,
           targetReporterId: pair.other.reporterId,
           score: pair.score,
+          reasons: pair.reasons,
+          distanceM: pair.distanceM,
         };
       });
       await recordEventBatch(client, EventType.MatchSuggested, events);
@@ -88,7 +90,7 @@ const isLostReportMatch = (job: QueuedJob): job is LostReportMatchJob => job.tas
  * (store.lostReportsWithMatchWorkSql). Most new lost reports have none near
  * them, and each such job cost the notifier a queue round trip, a
  * transaction and three statements: with it, 200–300 creates/s held on a
- * 2-core VM; without, 500 (bench/README.md, session 19). Nothing is missed: a
+ * 2-core VM; without, 500 (`npm run bench:write-path`). Nothing is missed: a
  * found report or sighting recorded after this check is matched by its own
  * job, which runs after both commits and finds this lost report among its
  * candidates.

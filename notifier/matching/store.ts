@@ -129,7 +129,9 @@ const candidateFilter = (kind: MatchSubjectRef["kind"], s: SubjectSql) => {
 /**
  * The candidates of a side in the window (candidateFilter), not moderated.
  * A named statement per kind: planned once per connection, where planning
- * the union took about as long as running it (bench/README.md, session 19).
+ * the union took about as long as running it (a job's body for a lost
+ * report with no candidates, over 1,000 in a row: 2.3 ms with the matcher's
+ * statements planned at every run, 0.9 ms with them named).
  */
 export async function findCandidates(client: Queryable, side: MatchSide, window: CandidateWindow): Promise<MatchSide[]> {
   const subject: SubjectSql = {

@@ -14,7 +14,8 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 /**
  * The consumer's statement of reaction checks, run once per batch, is
  * planned once on the consumer's own connections, not at every execution
- * (session 24: replanning it cost about 0.4 ms of Postgres CPU a create).
+ * (replanning it costs about 0.4 ms of Postgres CPU a create, measured with
+ * `npm run bench:cost`).
  */
 let db: TestDatabase;
 beforeAll(async () => {

@@ -103,12 +103,17 @@ export function startDeliveryWorker(pool: Pool, deliverers: Deliverers, moreTask
   });
 }
 
-export async function startNotifier(databaseUrl: string, natsUrl: string, extra: Env = {}): Promise<ServiceProcess & { healthPort: number }> {
+export async function startNotifier(
+  databaseUrl: string,
+  natsUrl: string,
+  extra: Env = {},
+  startTimeoutMs?: number,
+): Promise<ServiceProcess & { healthPort: number }> {
   const healthPort = await freePort();
   const notifier = ServiceProcess.start(
     "notifier",
     devEnv(databaseUrl, natsUrl, { NOTIFIER_HEALTH_ADDR: `127.0.0.1:${healthPort}`, LOG_LEVEL: "info", ...extra }),
   );
-  await notifier.waitForLog((l) => l.msg === "notifier: started");
+  await notifier.waitForLog((l) => l.msg === "notifier: started", startTimeoutMs);
   return Object.assign(notifier, { healthPort });
 }

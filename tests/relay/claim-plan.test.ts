@@ -7,9 +7,9 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 /**
  * The relay's claim steps over the index entries that published rows leave
  * behind instead of rechecking each of those rows in the heap: with few
- * unpublished rows in its statistics the planner picked a bitmap scan, which
- * never marks such entries dead, so every claim visited every row published
- * since the last vacuum (session 24).
+ * unpublished rows in its statistics the planner picks a bitmap scan, which
+ * never marks such entries dead, so every claim would visit every row
+ * published since the last vacuum (lib/outbox.ts CLAIM_BY_INDEX_SCAN).
  */
 let db: TestDatabase;
 beforeAll(async () => {

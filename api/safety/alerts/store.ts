@@ -23,9 +23,10 @@ const reportTables = {
 
 /**
  * One table's open, unmoderated reports within the radius, in two passes so
- * the cost grows with the page, not with the density around the point
- * (issue 19: at 1,000,000 reports a 25 km radius held ~2,300 rows, each given
- * a moderation lookup and a spheroid distance before a top-N sort kept 50).
+ * the cost grows with the page, not with the density around the point (in
+ * `npm run bench`'s alerts scenario, 1,000,000 reports, a 25 km radius holds
+ * ~2,300 rows: a single pass gave each a moderation lookup and a spheroid
+ * distance before a top-N sort kept 50).
  * First, nearest-first through the GiST index (`<->`, KNN), the page's worth
  * of rows after the cursor: the largest of their exact distances, D, bounds
  * the page, because those rows alone already fill it. Then the exact query

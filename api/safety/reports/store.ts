@@ -19,10 +19,10 @@ export interface CreatedReport {
  * a creation token, and only if one was taken insert the report and its
  * outbox event (recordWithEvent). One round trip, atomic on its own (no
  * begin/commit), with the spec's suspension check in it (the route's
- * `suspension: "in-statement"`, api/plugins/auth.ts): the hot path measured
- * in bench/README.md. `insert` uses $4 for the report id and $5 for the
- * reporter, then its own values, and selects `from token`. The event's
- * coarse point is the stored row's.
+ * `suspension: "in-statement"`, api/plugins/auth.ts): the hot path that
+ * `npm run bench` and `npm run bench:statements` measure. `insert` uses $4
+ * for the report id and $5 for the reporter, then its own values, and
+ * selects `from token`. The event's coarse point is the stored row's.
  */
 const throttledCreate = (name: string, bucket: BucketSpec, insert: string, values: unknown[]) => ({
   name,
