@@ -22,6 +22,7 @@ interface Seed {
   status?: NotificationStatus;
   lastError?: string | null;
   sourceKey?: string;
+  sourceEventId?: string;
   updatedAt?: string;
   createdAt?: string;
 }
@@ -31,7 +32,7 @@ async function seed(s: Seed): Promise<string> {
   const id = await insertNotification(api.pool, {
     recipientActorId: s.recipient,
     channel: s.channel ?? "email",
-    sourceEventId: randomUUID(),
+    sourceEventId: s.sourceEventId ?? randomUUID(),
     sourceKey: s.sourceKey ?? `relay_message:${randomUUID()}`,
     eventType: EventType.RelayMessageReceived,
     kind: "relay_message",
@@ -245,6 +246,15 @@ describe("POST /v1/admin/notifications/{id}/replay refuses ineligible notificati
     expect(res.statusCode).toBe(409);
     expect(res.json().reason).toBe("superseded");
     expect(await auditFor(older)).toHaveLength(0);
+  });
+
+  it("the same event's in-app notification does not supersede its failed email", async () => {
+    const key = `relay_message:${randomUUID()}`;
+    const sourceEventId = randomUUID();
+    const email = await seed({ recipient: "replay-twin", status: "dead_letter", lastError: "ETIMEDOUT", sourceKey: key, sourceEventId, createdAt: "2026-01-01T00:00:00Z" });
+    await seed({ recipient: "replay-twin", channel: "in_app", status: "sent", sourceKey: key, sourceEventId, createdAt: "2026-01-01T00:00:01Z" });
+    const res = await api.app.inject({ method: "POST", url: `/v1/admin/notifications/${email}/replay`, headers: admin() });
+    expect(res.statusCode, res.body).toBe(200);
   });
 
   it("an earlier sent notification for the same message does not supersede a later failed one", async () => {

@@ -58,7 +58,13 @@ export async function lockNotification(client: Queryable, id: string): Promise<L
   return rows[0] ?? null;
 }
 
-/** A later notification to the same recipient about the same thing (source_key) that was sent. */
+/**
+ * A later notification to the same recipient about the same thing (source_key)
+ * that was sent. A row of the same source event on another channel is its
+ * sibling, not a later notification: the in-app row of an event is written
+ * sent in the same statement as its email row, so without that condition a
+ * failed email could be refused as superseded by its own in-app twin.
+ */
 export async function findLaterSent(client: Queryable, id: string): Promise<string | null> {
   const { rows } = await client.query<{ id: string }>(
     `select later.id
@@ -67,6 +73,7 @@ export async function findLaterSent(client: Queryable, id: string): Promise<stri
        on later.source_key = this.source_key
       and later.recipient_actor_id = this.recipient_actor_id
       and (later.created_at, later.id) > (this.created_at, this.id)
+      and later.source_event_id is distinct from this.source_event_id
      where this.id = $1::uuid and later.status = 'sent'
      limit 1`,
     [id],
