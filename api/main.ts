@@ -2,7 +2,6 @@ import { busClient, connectBus, ensureStream, relayWaker } from "../lib/bus.js";
 import { loadConfigOrExit, orExit } from "../lib/boot.js";
 import { loadApiConfig } from "../lib/config.js";
 import { createPool } from "../lib/db.js";
-import { WAKE_RELAY_BY_BUS } from "../lib/outbox.js";
 import { installShutdown } from "../lib/shutdown.js";
 import { buildApp } from "./app.js";
 
@@ -14,14 +13,13 @@ const nc = await orExit(logger, "event publisher: cannot connect to the bus", as
   return connected;
 });
 
-// The API's commits do not notify the relay; it wakes the relay over the bus after each write.
 const pool = createPool({
   connectionString: config.DATABASE_URL,
   max: config.DATABASE_POOL_SIZE,
   applicationName: "api",
   logger,
-  settings: WAKE_RELAY_BY_BUS,
 });
+// The API wakes the relay over the bus after each write (api/plugins/relay-wake-ups.ts).
 const app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger });
 await app.listen({ host: config.API_HTTP_ADDR.host, port: config.API_HTTP_ADDR.port });
 

@@ -104,7 +104,7 @@ async function fanOut(stack: BenchStack, scenario: string, at: { lat: number; lo
 async function drained(stack: BenchStack, maxMs: number): Promise<number> {
   const deadline = Date.now() + maxMs;
   for (;;) {
-    const { rows } = await stack.pool.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'notification_deliver'`);
+    const { rows } = await stack.pool.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'notification__deliver'`);
     if (rows[0].n === 0 || Date.now() > deadline) return rows[0].n;
     await sleep(250);
   }

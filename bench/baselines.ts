@@ -5,12 +5,11 @@
  *
  * The write baselines use copies of the report and outbox tables made with
  * `create table … (like …)`, which copies columns, defaults, constraints and
- * indexes but no trigger: the outbox's relay-waking trigger (migration
- * 000001) is exactly what a raw figure must leave out: on the project's own
- * tables it would pay the trigger and compete with the relay's drain, and so
- * flatter every ratio read against it. The caller
- * stops the relay while they run, and deletes the rows the triggered variant
- * left in outbox_event (`payload ? 'rawBaseline'`) before starting it again.
+ * indexes but no trigger, so a raw figure carries none of the project's
+ * triggers, and rows written to the copies never reach the relay's drain.
+ * The caller stops the relay while they run, and deletes the rows the
+ * variant on the project's own tables left in outbox_event
+ * (`payload ? 'rawBaseline'`) before starting it again.
  */
 import { StorageType, type JetStreamClient, type JsMsg, type JetStreamManager } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";

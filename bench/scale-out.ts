@@ -156,7 +156,7 @@ async function run(instances: 1 | 2) {
      select $1, jsonb_build_object('recipientActorId', 'scale-owner', 'lostReportId', gen_random_uuid(),
        'relayMessageId', gen_random_uuid(), 'message', 'seen near the park ' || n, 'fromContact', 'finder@example.org')
      from generate_series(1, $2::int) n`,
-    [EventType.RelayMessageReceived, events],
+    [EventType.ContactMessageReceived, events],
   );
   await waitFor(async () => !(await pool.query(`select exists (select 1 from outbox_event where published_at is null) as x`)).rows[0].x, 300_000);
   notifiers = (await Promise.all(Array.from({ length: instances }, () => startProcess(stack, "notifier")))).map((n) => n.process);

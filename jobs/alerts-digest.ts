@@ -1,7 +1,7 @@
 import type { Task } from "graphile-worker";
-import { ALERTS_DIGEST_TASK } from "../lib/alerts.js";
 
-export { ALERTS_DIGEST_TASK };
+/** A cron task: nothing queues it, so its name is here, with its crontab line. */
+export const ALERTS_DIGEST_TASK = "alerts__digest";
 
 /**
  * Every morning at 07:00 UTC (graphile-worker cron in the notifier's worker,

@@ -1,7 +1,7 @@
 import type { Task } from "graphile-worker";
-import { ALERTS_SWEEP_TASK } from "../lib/alerts.js";
 
-export { ALERTS_SWEEP_TASK };
+/** A cron task: nothing queues it, so its name is here, with its crontab line. */
+export const ALERTS_SWEEP_TASK = "alerts__sweep";
 
 /**
  * Every minute: re-queues fan-outs whose batch job died with its worker

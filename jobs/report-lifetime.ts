@@ -2,8 +2,9 @@ import type { Task } from "graphile-worker";
 
 /**
  * Report lifetime every five minutes (graphile-worker cron: one job per
- * tick however many relays run). The relay owns the work:
- * relay/report-lifetime.ts, which is safe to run twice at once.
+ * tick however many relays run). The relay runs the work:
+ * relay/report-lifetime.ts, with the lifecycle's batch statements
+ * (lib/report-lifecycle.ts), and is safe to run twice at once.
  */
 export const REPORT_LIFETIME_TASK = "report__lifetime";
 export const REPORT_LIFETIME_CRONTAB = `*/5 * * * * ${REPORT_LIFETIME_TASK}`;

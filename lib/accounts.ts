@@ -1,3 +1,5 @@
+import { outerValue, type SqlValue } from "./sql.js";
+
 /**
  * An account's suspension, as the API enforces it and the notifier honours
  * it (no neighbourhood alerts to a suspended subscriber). The row is the
@@ -13,6 +15,10 @@
 export const ACTIVE_SUSPENSION_SQL = `suspended_at is not null
   and (suspension_expires_at is null or suspension_expires_at > now())`;
 
-/** SQL: true while the actor in `actorIdSql` (a column or parameter, already escaped) is suspended. */
-export const actorSuspendedSql = (actorIdSql: string) =>
-  `exists (select 1 from account where account.user_id = ${actorIdSql} and ${ACTIVE_SUSPENSION_SQL})`;
+/**
+ * SQL: true while the actor `actorId` is suspended: a parameter (`$5::text`)
+ * or a column of the caller's query qualified by its alias (`l.actor_id`),
+ * never a bare name, which `account`'s own columns would capture.
+ */
+export const actorSuspendedSql = (actorId: SqlValue) =>
+  `exists (select 1 from account where account.user_id = ${outerValue(actorId, "account")} and ${ACTIVE_SUSPENSION_SQL})`;

@@ -1,6 +1,6 @@
 /**
  * Neighbourhood alerts: the limits the API enforces and the notifier
- * applies, and the fan-out job's name and key, which the admin view reads.
+ * applies. The fan-out job's name and key are lib/job-payloads.ts's.
  */
 
 /** Live subscriptions per actor (contract: a 6th is 409 conflict). */
@@ -12,17 +12,6 @@ export const MAX_RADIUS_KM = 50;
 export const DAILY_ALERT_CAP = 20;
 /** Recipients per fan-out batch job. */
 export const FANOUT_BATCH_SIZE = 1_000;
-
-export const ALERTS_FANOUT_TASK = "alerts_fanout";
-export const ALERTS_DIGEST_TASK = "alerts__digest";
-export const ALERTS_SWEEP_TASK = "alerts__sweep";
-
-/**
- * One key per fan-out (report and the event that started it): the batch jobs
- * of a fan-out share it, so re-queuing one (the stall sweep, a replay)
- * replaces a waiting job instead of adding a second.
- */
-export const fanoutJobKey = (reportId: string, eventId: string) => `${ALERTS_FANOUT_TASK}:${reportId}:${eventId}`;
 
 /**
  * Deliveries of nearby_lost run after other notifications' (graphile-worker

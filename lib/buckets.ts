@@ -58,7 +58,7 @@ export function reportCreationBucket(actorId: string): BucketSpec {
   return { key: `report-create:${actorId}`, capacity: 5, refillPerSecond: 5 / HOUR };
 }
 
-/** Anonymous relay messages: 5 per hour per client IP. */
-export function relayMessageBucket(clientIp: string): BucketSpec {
+/** Anonymous contact messages: 5 per hour per client IP. The stored key keeps its first name, so no bucket restarts. */
+export function contactMessageBucket(clientIp: string): BucketSpec {
   return { key: `relay-message:${clientIp}`, capacity: 5, refillPerSecond: 5 / HOUR };
 }

@@ -155,10 +155,13 @@ export function busClient(nc: NatsConnection): JetStreamClient {
 }
 
 /**
- * Wakes a relay after a commit that wrote outbox rows, as the trigger's
- * notification does for other connections (lib/outbox.ts WAKE_RELAY_BY_BUS).
- * A core message, fire and forget: nats.js buffers it while reconnecting, and
- * one lost with a closed connection is found by the relay's 1 s poll.
+ * Wakes a relay after a commit that wrote outbox rows: the one way a writer
+ * wakes it (the API after a write, the notifier after a job that recorded
+ * events). Call it after the commit, never inside the transaction: a relay
+ * woken before the commit finds nothing. A core message, fire and forget:
+ * nats.js buffers it while reconnecting, and one lost (no relay subscribed, a
+ * closed connection, a writer that died after its commit) is found by the
+ * relay's poll (RELAY_POLL_INTERVAL_MS, 1 s).
  */
 export function relayWaker(nc: NatsConnection): () => void {
   return () => {

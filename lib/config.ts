@@ -42,15 +42,37 @@ export type ListenAddr = z.output<typeof listenAddr>;
  */
 export const DEFAULT_LISTEN_HOSTS = { development: "127.0.0.1", otherwise: "0.0.0.0" } as const;
 
+/** The environments a process runs in: any but development enforces the settings required in production. */
+const ENVIRONMENTS = ["development", "test", "production"] as const;
+
 /**
- * Fills the unset listen addresses of a process (setting → port) on
- * DEFAULT_LISTEN_HOSTS. A set value, `:port` included, is taken as written.
+ * The API's environment setting. It configured all three processes before each
+ * had its own (RELAY_ENV, NOTIFIER_ENV), so theirs fall back to it when unset.
  */
-const withListenDefaults = <T extends z.ZodType>(defaults: { readonly [setting: string]: number | undefined }, schema: T) =>
+const API_ENV = "API_ENV";
+
+/** A process's own environment setting: unset, it takes API_ENV (withProcessDefaults), then `production`. */
+const environment = (description: string) => z.enum(ENVIRONMENTS).default("production").describe(description);
+
+/** API_ENV as a process other than the API reads it: only when the process's own setting is unset. */
+const apiEnvFallback = (own: string) =>
+  z
+    .enum(ENVIRONMENTS)
+    .optional()
+    .describe(`Read only when \`${own}\` is unset: the environment every process took before each had its own setting.`);
+
+/**
+ * A process's own environment setting, when unset, takes API_ENV's value; then
+ * its unset listen addresses (setting → port) are filled on DEFAULT_LISTEN_HOSTS.
+ * A set value, `:port` included, is taken as written.
+ */
+const withProcessDefaults = <T extends z.ZodType>(settings: ProcessSettings, schema: T) =>
   z.preprocess((input) => {
     const env = { ...(input as Env) };
-    const host = env.API_ENV === "development" ? DEFAULT_LISTEN_HOSTS.development : DEFAULT_LISTEN_HOSTS.otherwise;
-    for (const [setting, port] of Object.entries(defaults)) if (port !== undefined) env[setting] ??= `${host}:${port}`;
+    const own = settings.environment ?? API_ENV;
+    env[own] ??= env[API_ENV];
+    const host = env[own] === "development" ? DEFAULT_LISTEN_HOSTS.development : DEFAULT_LISTEN_HOSTS.otherwise;
+    for (const [setting, port] of Object.entries(settings.listenDefaults)) if (port !== undefined) env[setting] ??= `${host}:${port}`;
     return env;
   }, schema);
 
@@ -155,10 +177,6 @@ const logging = {
 };
 
 const common = {
-  API_ENV: z
-    .enum(["development", "test", "production"])
-    .default("production")
-    .describe("The environment: any but `development` enforces the settings required in production."),
   DATABASE_URL: databaseUrl,
   NATS_URL: natsUrl,
   NATS_STREAM: natsStream,
@@ -246,11 +264,17 @@ export interface ProcessSettings<Shape extends z.ZodRawShape = z.ZodRawShape> {
   readonly runs: string;
   /** The settings: the z.object shape, before the listen-address defaults wrap it. */
   readonly shape: Shape;
+  /**
+   * The setting naming the process's environment (ENVIRONMENTS), which the rules
+   * below go by: API_ENV for the API, RELAY_ENV and NOTIFIER_ENV for the others,
+   * which fall back to API_ENV. The tools, which have no rules, leave it out.
+   */
+  readonly environment?: string;
   /** Listen addresses and the port of their default (DEFAULT_LISTEN_HOSTS). */
   readonly listenDefaults: { readonly [K in keyof Shape]?: number };
-  /** Required whenever API_ENV is not development, checked in this order: unset, blank or an empty list fails. */
+  /** Required whenever the environment is not development, checked in this order: unset, blank or an empty list fails. */
   readonly requiredOutsideDevelopment: readonly (keyof Shape & string)[];
-  /** Boolean settings refused as true unless API_ENV=development. */
+  /** Boolean settings refused as true unless the environment is development. */
   readonly developmentOnly: readonly (keyof Shape & string)[];
   /** Values that stand in for unset settings in development. */
   readonly developmentFallbacks: { readonly [K in keyof Shape]?: string };
@@ -258,14 +282,22 @@ export interface ProcessSettings<Shape extends z.ZodRawShape = z.ZodRawShape> {
   readonly allOrNone: readonly (readonly (keyof Shape & string)[])[];
 }
 
-const defineProcess = <Shape extends z.ZodRawShape>(settings: ProcessSettings<Shape>): ProcessSettings<Shape> => settings;
+// Here the environment must name a setting of the shape; ProcessSettings types it as a string, or the general type would not take this one.
+const defineProcess = <Shape extends z.ZodRawShape>(
+  settings: ProcessSettings<Shape> & { readonly environment?: keyof Shape & string },
+): ProcessSettings<Shape> => settings;
 
 const noRules = { listenDefaults: {}, requiredOutsideDevelopment: [], developmentOnly: [], developmentFallbacks: {}, allOrNone: [] };
 
 const apiSettings = defineProcess({
   title: "API",
   runs: "The HTTP API: `npm run start:api`, `bin/api` or `bin/api serve`.",
+  environment: API_ENV,
   shape: {
+    [API_ENV]: environment(
+      "The API's environment: any but `development` enforces the settings required in production. " +
+        "The relay and the notifier take it when their own (`RELAY_ENV`, `NOTIFIER_ENV`) is unset.",
+    ),
     ...common,
     API_HTTP_ADDR: listenAddr.describe("Where the HTTP server listens."),
     API_PUBLIC_BASE_URL: apiPublicBaseUrl.describe("Where the API is reached from outside: the base of photo URLs and emergency QR links."),
@@ -323,7 +355,13 @@ const relaySettings = defineProcess({
   ...noRules,
   title: "Relay",
   runs: "The outbox relay: `npm run start:relay`.",
+  environment: "RELAY_ENV",
   shape: {
+    // API_ENV first: when RELAY_ENV takes its value, a bad one is reported under its own name.
+    [API_ENV]: apiEnvFallback("RELAY_ENV"),
+    RELAY_ENV: environment(
+      "The relay's environment: any but `development` enforces the settings required in production. When unset, `API_ENV`'s value.",
+    ),
     ...common,
     RELAY_HEALTH_ADDR: healthAddr,
     RELAY_POLL_INTERVAL_MS: z.coerce
@@ -361,7 +399,13 @@ const relaySettings = defineProcess({
 const notifierSettings = defineProcess({
   title: "Notifier",
   runs: "The notifier (bus consumer, notification, alert and photo jobs): `npm run start:notifier`.",
+  environment: "NOTIFIER_ENV",
   shape: {
+    // API_ENV first: when NOTIFIER_ENV takes its value, a bad one is reported under its own name.
+    [API_ENV]: apiEnvFallback("NOTIFIER_ENV"),
+    NOTIFIER_ENV: environment(
+      "The notifier's environment: any but `development` enforces the settings required in production. When unset, `API_ENV`'s value.",
+    ),
     ...common,
     NOTIFIER_HEALTH_ADDR: healthAddr,
     SMTP_URL: optionalSetting(z.string().url()).describe("The SMTP server of email notifications; when unset, email has no deliverer."),
@@ -455,9 +499,9 @@ export const settingsByProcess = {
   busTool: busToolSettings,
 } as const;
 
-const apiSchema = withListenDefaults(apiSettings.listenDefaults, z.object(apiSettings.shape));
-const relaySchema = withListenDefaults(relaySettings.listenDefaults, z.object(relaySettings.shape));
-const notifierSchema = withListenDefaults(notifierSettings.listenDefaults, z.object(notifierSettings.shape));
+const apiSchema = withProcessDefaults(apiSettings, z.object(apiSettings.shape));
+const relaySchema = withProcessDefaults(relaySettings, z.object(relaySettings.shape));
+const notifierSchema = withProcessDefaults(notifierSettings, z.object(notifierSettings.shape));
 const databaseToolSchema = z.object(databaseToolSettings.shape);
 const busToolSchema = z.object(busToolSettings.shape);
 
@@ -479,22 +523,40 @@ function parseWith<T extends z.ZodType>(schema: T, env: Env): z.output<T> {
   return Object.freeze(result.data) as z.output<T>;
 }
 
+/** A process's environment, and the setting it was read from, which the messages name. */
+interface ProcessEnvironment {
+  readonly setting: string;
+  readonly value: string;
+}
+
+/**
+ * Parses a process's settings and applies its rules. The environment is named
+ * after the process's own setting, or API_ENV when only that one was set.
+ */
+function loadProcess<T extends z.ZodType>(settings: ProcessSettings, schema: T, env: Env) {
+  const config = parseWith(schema, env);
+  const own = settings.environment ?? API_ENV;
+  const setting = env[own] === undefined && env[API_ENV] !== undefined ? API_ENV : own;
+  const environment: ProcessEnvironment = { setting, value: String((config as Record<string, unknown>)[own]) };
+  checkRules(config as Readonly<Record<string, unknown>>, settings, environment);
+  return { config, environment };
+}
+
 /**
  * The rules of a process's ProcessSettings, in this order: development-only
  * settings, then the settings required outside development, then the
  * all-or-none groups.
  */
-function checkRules(config: { readonly API_ENV: string }, rules: ProcessSettings): void {
-  const values = config as unknown as Readonly<Record<string, unknown>>;
-  if (config.API_ENV !== "development") {
+function checkRules(values: Readonly<Record<string, unknown>>, rules: ProcessSettings, environment: ProcessEnvironment): void {
+  if (environment.value !== "development") {
     for (const setting of rules.developmentOnly) {
-      if (values[setting] === true) throw new ConfigError(setting, "is only allowed when API_ENV=development");
+      if (values[setting] === true) throw new ConfigError(setting, `is only allowed when ${environment.setting}=development`);
     }
     for (const setting of rules.requiredOutsideDevelopment) {
       const value = values[setting];
       // Blank strings were already turned into "unset" by the schema; an empty list is unset too.
       if (value === undefined || value === "" || (Array.isArray(value) && value.length === 0)) {
-        throw new ConfigError(setting, `is required when API_ENV=${config.API_ENV}`);
+        throw new ConfigError(setting, `is required when ${environment.setting}=${environment.value}`);
       }
     }
   }
@@ -511,9 +573,8 @@ function checkAllOrNone(values: Readonly<Record<string, unknown>>, group: readon
 }
 
 export function loadApiConfig(env: Env): ApiConfig {
-  const config = parseWith(apiSchema, env);
-  checkRules(config, apiSettings);
-  return withUnsubscribeSecret(config);
+  const { config, environment } = loadProcess(apiSettings, apiSchema, env);
+  return withUnsubscribeSecret(config, environment);
 }
 
 /**
@@ -521,27 +582,25 @@ export function loadApiConfig(env: Env): ApiConfig {
  * (requiredOutsideDevelopment; checked again here, so no other environment
  * ever gets the fixed value); in development the fixed value stands in.
  */
-function withUnsubscribeSecret<T extends { API_ENV: string; ALERT_UNSUBSCRIBE_SECRET?: string | undefined }>(
+function withUnsubscribeSecret<T extends { ALERT_UNSUBSCRIBE_SECRET?: string | undefined }>(
   config: T,
+  environment: ProcessEnvironment,
 ): T & { ALERT_UNSUBSCRIBE_SECRET: string } {
   if (config.ALERT_UNSUBSCRIBE_SECRET !== undefined) return config as T & { ALERT_UNSUBSCRIBE_SECRET: string };
-  if (config.API_ENV !== "development") {
-    throw new ConfigError("ALERT_UNSUBSCRIBE_SECRET", `is required when API_ENV=${config.API_ENV}`);
+  if (environment.value !== "development") {
+    throw new ConfigError("ALERT_UNSUBSCRIBE_SECRET", `is required when ${environment.setting}=${environment.value}`);
   }
   return Object.freeze({ ...config, ALERT_UNSUBSCRIBE_SECRET: developmentFallbacks.ALERT_UNSUBSCRIBE_SECRET });
 }
 
 export function loadRelayConfig(env: Env): RelayConfig {
-  const config = parseWith(relaySchema, env);
-  checkRules(config, relaySettings);
-  return config;
+  return loadProcess(relaySettings, relaySchema, env).config;
 }
 
 /** The notifier processes and deletes photos: outside development it needs the bucket as the API does. */
 export function loadNotifierConfig(env: Env): NotifierConfig {
-  const config = parseWith(notifierSchema, env);
-  checkRules(config, notifierSettings);
-  return withUnsubscribeSecret(config);
+  const { config, environment } = loadProcess(notifierSettings, notifierSchema, env);
+  return withUnsubscribeSecret(config, environment);
 }
 
 export function loadDatabaseToolConfig(env: Env): DatabaseToolConfig {

@@ -28,7 +28,7 @@ export interface PoolOptions {
   max?: number;
   applicationName: string;
   logger: Logger;
-  /** Connection settings (`-c name=value`) besides jit=off, e.g. lib/outbox.ts WAKE_RELAY_BY_BUS. */
+  /** Connection settings (`-c name=value`) besides jit=off, e.g. notifier/consumer.ts CONSUMER_SESSION_SETTINGS. */
   settings?: Readonly<Record<string, string>>;
 }
 

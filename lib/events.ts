@@ -18,7 +18,8 @@ export const EventType = {
   FoundReportResolved: "events.safety.found_report_resolved.v1",
   LostReportCancelled: "events.safety.lost_report_cancelled.v1",
   SightingReported: "events.safety.sighting_reported.v1",
-  RelayMessageReceived: "events.safety.relay_message_received.v1",
+  /** A contact message was sent. The contract fixes the type's name, which keeps the spec's older word, relay. */
+  ContactMessageReceived: "events.safety.relay_message_received.v1",
   ContentModerated: "events.moderation.content_moderated.v1",
   AccountSuspended: "events.account.suspended.v1",
   MatchSuggested: "events.safety.match_suggested.v1",
@@ -107,13 +108,14 @@ export const eventCatalogue = {
     location: CoarsePoint,
     seenAt: Instant,
   }),
-  [EventType.RelayMessageReceived]: z.object({
+  [EventType.ContactMessageReceived]: z.object({
     recipientActorId: ActorId,
     /** The report the message is about: a lost report, or (part 2) a found report. */
     lostReportId: z.uuid().optional(),
     foundReportId: z.uuid().optional(),
     /** Sent from the animal's tag page. */
     animalId: z.uuid().optional(),
+    /** The contact message's id; consumers and the notification's data read it by this name. */
     relayMessageId: z.uuid(),
     message: z.string().min(1).max(2000),
     fromContact: z.string().min(1).max(200),
@@ -121,7 +123,7 @@ export const eventCatalogue = {
     location: CoarsePoint.optional(),
   }),
   [EventType.ContentModerated]: z.object({
-    /** Only content with an author account is announced (a relay message has none). */
+    /** Only content with an author account is announced (a contact message has none). */
     authorId: ActorId,
     targetType: z.enum(MODERATION_TARGET_TYPES),
     targetId: z.uuid(),

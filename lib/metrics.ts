@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Queryable } from "./db.js";
+import { queueDepth } from "./job-state.js";
 
 export { Counter, Gauge, Histogram, Registry };
 
@@ -106,16 +107,7 @@ export function registerWorkerQueueDepth(registry: Registry, db: Queryable): voi
     labelNames: ["task", "state"],
     source: "postgres",
     async read() {
-      const { rows } = await db.query<{ task: string; state: string; n: number }>(
-        `select task_identifier as task,
-                case when locked_at is not null then 'running'
-                     when attempts >= max_attempts then 'failed'
-                     else 'waiting' end as state,
-                count(*)::int as n
-         from graphile_worker.jobs
-         group by 1, 2`,
-      );
-      return rows.map((row) => ({ labels: { task: row.task, state: row.state }, value: row.n }));
+      return (await queueDepth(db)).map((row) => ({ labels: { task: row.task, state: row.state }, value: row.n }));
     },
   });
 }

@@ -21,9 +21,12 @@ export type NotificationStatus = (typeof NOTIFICATION_STATUSES)[number];
 export const FAILURE_STATUSES = ["failed", "dead_letter"] as const satisfies readonly NotificationStatus[];
 export type FailureStatus = (typeof FAILURE_STATUSES)[number];
 
+/** The kind of a contact message's notification. The contract fixes the name, which keeps the spec's older word, relay. */
+export const CONTACT_MESSAGE_KIND = "relay_message";
+
 /** What a notification is about (contract, part 2); a recipient may limit email to some kinds. */
 export const NOTIFICATION_KINDS = [
-  "relay_message",
+  CONTACT_MESSAGE_KIND,
   "sighting",
   "match",
   "nearby_lost",
@@ -34,44 +37,11 @@ export const NOTIFICATION_KINDS = [
 ] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
-// ---- delivery jobs ----------------------------------------------------------
-
-export const NOTIFICATION_DELIVER_TASK = "notification_deliver";
-/**
- * graphile-worker attempts of the delivery job. Delivery retries happen inside
- * the job; these only cover the job itself failing (Postgres unreachable).
- */
-export const DELIVER_JOB_MAX_ATTEMPTS = 5;
-
-/**
- * Queues delivery jobs in the caller's transaction, one add_jobs call for the
- * lot. The job key makes a second enqueue of a waiting job replace it rather
- * than add another; a job held by a worker that died is superseded.
- */
-export async function enqueueDeliveries(
-  client: Queryable,
-  notificationIds: string[],
-  options: { priority?: number } = {},
-): Promise<void> {
-  if (notificationIds.length === 0) return;
-  // priority: graphile-worker runs lower numbers first (null is 0); bulk alerts pass a higher one.
-  await client.query(
-    `select from graphile_worker.add_jobs(
-       array(select ($1::text, json_build_object('notificationId', id), null, null, $2::smallint, $1::text || ':' || id, $4::smallint, null)::graphile_worker.job_spec
-             from unnest($3::uuid[]) as id))`,
-    [NOTIFICATION_DELIVER_TASK, DELIVER_JOB_MAX_ATTEMPTS, notificationIds, options.priority ?? null],
-  );
-}
-
-export async function enqueueDelivery(client: Queryable, notificationId: string): Promise<void> {
-  await enqueueDeliveries(client, [notificationId]);
-}
-
 // ---- the delivery lock ------------------------------------------------------
 
 /** Key of the advisory lock a delivery holds, so one notification never has two deliveries at once. */
 export function deliveryLockKey(notificationId: string): string {
-  return `${NOTIFICATION_DELIVER_TASK}:${notificationId}`;
+  return `notification-delivery:${notificationId}`;
 }
 
 /** Session lock, held by the delivery job on its own client. */

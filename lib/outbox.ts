@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { QueryResult } from "pg";
 import { exactTime, type Queryable } from "./db.js";
 import { eventCatalogue, parseEventData, type EventData, type EventType } from "./events.js";
+import { checkedIdentifier, type SqlColumn } from "./sql.js";
 
 /** The slice of a logger the outbox needs; a request's logger carries the request id. */
 export interface EventLog {
@@ -10,30 +11,18 @@ export interface EventLog {
 
 /**
  * The outbox: every domain change inserts its event here in the same
- * transaction. A statement trigger notifies the relay on commit, unless the
- * connection wakes it over the bus (the API: WAKE_RELAY_BY_BUS).
+ * transaction. Nothing in Postgres wakes the relay: each writer with a bus
+ * connection publishes a wake-up after its commit (lib/bus.ts relayWaker),
+ * and the relay's poll finds the rest (docs/decisions/0054-*).
  */
 
 /**
- * The channel the outbox insert trigger notifies (migration 000010), and the
- * relay listens on (relay/wake-up.ts).
- */
-export const OUTBOX_WAKE_CHANNEL = "outbox_event_inserted";
-
-/**
- * The core NATS subject (no stream keeps it) the API publishes after a write,
- * and the relays listen on as one queue group: a wake-up needs one relay.
+ * The core NATS subject (no stream keeps it) every writer publishes on after
+ * a commit that wrote outbox rows, and the relays listen on as one queue
+ * group: a wake-up needs one relay.
  */
 export const OUTBOX_WAKE_SUBJECT = "outbox.wake";
 export const OUTBOX_WAKE_QUEUE = "relay";
-
-/**
- * The connection setting (createPool's `settings`) under which the outbox
- * trigger does not notify: the process wakes the relay over the bus instead
- * (migration 000011). A notifying commit holds a cluster-wide lock until its
- * commit record is flushed, so the API's commits would flush one at a time.
- */
-export const WAKE_RELAY_BY_BUS = { "outbox.wake_relay": "bus" } as const;
 
 export interface OutboxRow {
   id: string;
@@ -78,7 +67,7 @@ const insertEventSql = (type: string, payload: string, from?: string) =>
    returning id, occurred_at as "occurredAt"`;
 
 /** SQL giving a geography column's point as an event's `{lat, lon}`. */
-export const pointJson = (column: string) =>
+export const pointJson = (column: SqlColumn) =>
   `jsonb_build_object('lat', st_y(${column}::geometry), 'lon', st_x(${column}::geometry))`;
 
 /**
@@ -126,16 +115,30 @@ export async function recordEventBatch<T extends EventType>(
   return rows;
 }
 
-/** A domain write as CTEs, one of which, `created`, returns the new row (or none). */
-export interface EmbeddedWrite {
+/**
+ * A domain write to embed with its event in one statement (recordWithEvent),
+ * described rather than spliced: recordWithEvent names the write's CTE and
+ * its own, so no caller spells them.
+ */
+export interface EmbeddedWrite<R extends object> {
   /** Prepared-statement name: the statement is planned once per connection. */
   name: string;
-  /** The CTE list (without `with`), using $1..$n. */
-  ctes: string;
+  /**
+   * CTEs the write reads, by name, in order (the throttle's `token`); the
+   * write refers to them by these names. `created` and `event` are taken.
+   */
+  reads?: Readonly<Record<string, string>>;
+  /** The write: an insert `returning` the new row, or no row (then no event either). */
+  write: string;
+  /** Every parameter of `reads` and `write`, $1..$n in order (lib/sql.ts SqlParams numbers them). */
   values: unknown[];
-  /** Select-list expressions over `created` to return. */
-  columns: string;
+  /** Each field of the result, as the column of the written row it comes from. */
+  returns: { readonly [F in keyof R]: string };
 }
+
+/** The name recordWithEvent gives the written row; the event's SQL fields read it (`fromWritten`). */
+const WRITTEN = "created";
+const OWN_CTES = new Set([WRITTEN, "event"]);
 
 const schemasWithout = new Map<string, z.ZodObject>();
 
@@ -157,30 +160,36 @@ function payloadSchemaWithout(type: EventType, fields: readonly string[]): z.Zod
 
 /**
  * The same event write, embedded in ONE statement with its domain write: the
- * event is inserted only when `created` returned a row. One round trip and
+ * event is inserted only when the write returned a row. One round trip and
  * atomic on its own, for the hot creates (`npm run bench:statements` counts
- * their round trips). Payload fields
- * named in `fromCreated` are SQL over `created` (so a coarse point comes from
- * the stored row); the rest is checked against the type's schema here.
- * Returns the row's columns and `eventId`, or null when nothing was created.
+ * their round trips). Payload fields named in `fromWritten` are SQL over the
+ * written row, given its alias (so a coarse point comes from the stored
+ * row); the rest is checked against the type's schema here. Returns the
+ * `returns` fields and `eventId`, or null when nothing was written.
  */
 export async function recordWithEvent<R extends object, T extends EventType, K extends keyof EventData<T> & string>(
   client: Queryable,
-  write: EmbeddedWrite,
+  write: EmbeddedWrite<R>,
   type: T,
   data: Omit<EventData<T>, K>,
-  fromCreated: Record<K, string>,
+  fromWritten: Record<K, (written: string) => string>,
   log?: EventLog,
 ): Promise<(R & { eventId: string }) | null> {
-  const sqlFields = Object.keys(fromCreated) as K[];
+  const sqlFields = Object.keys(fromWritten) as K[];
   const checked = payloadSchemaWithout(type, sqlFields).parse(data);
   const n = write.values.length;
-  const fromRow = sqlFields.map((k) => `'${k}', ${fromCreated[k]}`).join(", ");
+  const reads = Object.entries(write.reads ?? {}).map(([name, sql]) => {
+    if (OWN_CTES.has(name)) throw new Error(`recordWithEvent names its own ${name} CTE`);
+    return `${checkedIdentifier(name)} as (${sql}),`;
+  });
+  const fromRow = sqlFields.map((k) => `'${k}', ${fromWritten[k](WRITTEN)}`).join(", ");
+  const columns = Object.entries<string>(write.returns).map(([field, column]) => `${WRITTEN}.${checkedIdentifier(column)} as "${field}"`);
   const { rows } = await client.query<R & { eventId: string }>({
     name: write.name,
-    text: `with ${write.ctes},
-     event as (${insertEventSql(`$${n + 1}::text`, `$${n + 2}::jsonb || jsonb_build_object(${fromRow})`, "created")})
-     select ${write.columns}, event.id as "eventId" from created, event`,
+    text: `with ${reads.join("\n     ")}
+     ${WRITTEN} as (${write.write}),
+     event as (${insertEventSql(`$${n + 1}::text`, `$${n + 2}::jsonb || jsonb_build_object(${fromRow})`, WRITTEN)})
+     select ${columns.join(", ")}, event.id as "eventId" from ${WRITTEN}, event`,
     values: [...write.values, type, JSON.stringify(checked)],
   });
   const row = rows[0] ?? null;

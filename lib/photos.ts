@@ -29,24 +29,6 @@ export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 /** Non-deleted photos (processing, ready or failed) one report or animal may have. */
 export const MAX_PHOTOS_PER_PARENT = 5;
 
-export const PHOTO_PROCESS_TASK = "photo_process";
-export const PHOTO_DELETE_TASK = "photo_delete_objects";
-/** Processing attempts before the photo is marked failed (graphile-worker backs off between them). */
-export const PHOTO_PROCESS_MAX_ATTEMPTS = 5;
-export const PHOTO_DELETE_MAX_ATTEMPTS = 10;
-
-/**
- * Queues a photo job in the caller's transaction. The job key (task + photo)
- * keeps one job per photo and task: a second queueing replaces a waiting one.
- */
-export async function queuePhotoJob(client: Queryable, task: typeof PHOTO_PROCESS_TASK | typeof PHOTO_DELETE_TASK, photoId: string): Promise<void> {
-  await client.query(
-    `select from graphile_worker.add_job($1::text, json_build_object('photoId', $2::uuid),
-       max_attempts := $3::int, job_key := $1::text || ':' || $2::text)`,
-    [task, photoId, task === PHOTO_PROCESS_TASK ? PHOTO_PROCESS_MAX_ATTEMPTS : PHOTO_DELETE_MAX_ATTEMPTS],
-  );
-}
-
 /**
  * Transaction-scoped advisory locks on object keys, in a fixed order. Every
  * writer of a key together with the row naming it (upload, processing) and

@@ -15,12 +15,12 @@ import { STREAM_SUBJECTS, type EventEnvelope, type EventType } from "../lib/even
 import type { Logger } from "../lib/logger.js";
 import { InvalidEventError } from "../lib/events.js";
 import { draftNotifications, handledSubjects, type HandlerRegistry, type NotificationDraft } from "./handlers.js";
-import { enqueueDeliveries } from "../lib/notifications.js";
+import { enqueueDeliveries, enqueueMany } from "../lib/queue.js";
 import { uncoveredFanoutCheck } from "./alerts/fanout.js";
 import { idleMatchCheck } from "./matching/matcher.js";
 import { withoutIdleReactions } from "./reaction-checks.js";
 import { reactionJobs, type QueuedJob, type ReactionRegistry } from "./reactions.js";
-import { channelsFor, emailPreferences, insertNotifications, needingDelivery, queueJobs } from "./store.js";
+import { channelsFor, emailPreferences, insertNotifications, needingDelivery } from "./store.js";
 
 /** Default ack wait; NOTIFIER_ACK_WAIT_MS overrides it. */
 export const ACK_WAIT_MS = 30_000;
@@ -184,7 +184,7 @@ export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise
       ),
     );
     await enqueueDeliveries(client, needingDelivery(inserted));
-    await queueJobs(client, jobs);
+    await enqueueMany(client, jobs);
     await client.query("commit");
     return new Set(inserted.map((n) => n.sourceEventId));
   });

@@ -1,6 +1,7 @@
 import { EventType, parseEventData, type EventEnvelope } from "../lib/events.js";
 import { describeMatch } from "../lib/matches.js";
-import type { NotificationKind } from "../lib/notifications.js";
+import { CONTACT_MESSAGE_TARGET_TYPE } from "../lib/moderation.js";
+import { CONTACT_MESSAGE_KIND, type NotificationKind } from "../lib/notifications.js";
 
 /** What a handler makes of one event; the consumer adds the channels and the source event id. */
 export interface NotificationDraft {
@@ -24,11 +25,11 @@ const ids = (fields: Record<string, string | null | undefined>): Record<string, 
 /** A grid-cell centre in words: the same ~1 km precision every public read has. */
 const near = (point: { lat: number; lon: number }) => `near ${point.lat.toFixed(3)}, ${point.lon.toFixed(3)} (within about 1 km)`;
 
-const relayMessageReceived: EventHandler<typeof EventType.RelayMessageReceived> = ({ data }) => [
+const contactMessageReceived: EventHandler<typeof EventType.ContactMessageReceived> = ({ data }) => [
   {
     recipientActorId: data.recipientActorId,
-    kind: "relay_message",
-    sourceKey: `relay_message:${data.relayMessageId}`,
+    kind: CONTACT_MESSAGE_KIND,
+    sourceKey: `${CONTACT_MESSAGE_KIND}:${data.relayMessageId}`,
     subject: data.foundReportId
       ? "Someone sent a message about the animal you found"
       : data.lostReportId
@@ -69,7 +70,7 @@ const contentNames: Record<string, string> = {
   lost_report: "lost report",
   found_report: "found report",
   sighting: "sighting",
-  relay_message: "message",
+  [CONTACT_MESSAGE_TARGET_TYPE]: "message",
   photo: "photo",
 };
 
@@ -202,7 +203,7 @@ const matchConfirmed: EventHandler<typeof EventType.MatchConfirmed> = ({ data })
  * takes to consume a new type.
  */
 export const notificationHandlers: HandlerRegistry = {
-  [EventType.RelayMessageReceived]: relayMessageReceived,
+  [EventType.ContactMessageReceived]: contactMessageReceived,
   [EventType.SightingReported]: sightingReported,
   [EventType.ContentModerated]: contentModerated,
   [EventType.AccountSuspended]: accountSuspended,

@@ -1,4 +1,4 @@
-import { connectBus, ensureStream } from "../lib/bus.js";
+import { connectBus, ensureStream, relayWaker } from "../lib/bus.js";
 import { loadConfigOrExit, lowerPriority, orExit } from "../lib/boot.js";
 import { loadNotifierConfig } from "../lib/config.js";
 import { createPool, withTransaction } from "../lib/db.js";
@@ -16,7 +16,7 @@ import { createNotifierMetrics } from "./metrics.js";
 import { startPhotoWorker } from "./photos/worker.js";
 import { eventReactions } from "./reactions.js";
 import { requeueStalledDeliveries } from "./store.js";
-import { NOTIFIER_CRONTAB, notifierTasks } from "./tasks.js";
+import { NOTIFIER_CRONTAB, notifierTasks } from "./task-lists.js";
 
 /** A delivery untouched this long lost its worker (deliveries touch the row every few seconds). */
 const STALLED_AFTER_SECONDS = 120;
@@ -57,6 +57,9 @@ try {
 }
 
 const deliverers = buildDeliverers(config);
+// The jobs that record events (matching, photo processing) wake the relay over the bus after
+// their commit; the consumer's transactions write no outbox rows.
+const wakeRelay = relayWaker(nc);
 const metricsRegistry = createMetricsRegistry("notifier");
 const metrics = createNotifierMetrics(metricsRegistry, {
   db: pool,
@@ -69,7 +72,7 @@ const runner = await orExit(logger, "notifier: database", () =>
   startWorker({
     pool,
     logger,
-    taskList: notifierTasks({ pool, deliverers, logger, metrics }),
+    taskList: notifierTasks({ pool, deliverers, logger, metrics, wakeRelay }),
     crontab: NOTIFIER_CRONTAB,
     concurrency: config.NOTIFIER_WORKER_CONCURRENCY,
     localQueueSize: config.NOTIFIER_WORKER_CONCURRENCY * 4,
@@ -80,7 +83,7 @@ const fanoutRunner = await orExit(logger, "notifier: database", () =>
 );
 const storage = createObjectStorage(config);
 const photoRunner = await orExit(logger, "notifier: database", () =>
-  startPhotoWorker({ pool, storage, logger }, config.NOTIFIER_PHOTO_CONCURRENCY),
+  startPhotoWorker({ pool, storage, logger, wakeRelay }, config.NOTIFIER_PHOTO_CONCURRENCY),
 );
 consumer.start();
 

@@ -1,7 +1,9 @@
-/** A graphile-worker job an event starts besides its notifications (notifier/reactions.ts); notifier/store.ts queues it. */
-export interface QueuedJob {
-  task: string;
-  payload: Record<string, unknown>;
-  jobKey: string;
-  maxAttempts?: number;
-}
+import type { JobSpec } from "../lib/queue.js";
+import type { TaskName } from "../lib/job-payloads.js";
+
+/**
+ * A graphile-worker job an event starts besides its notifications
+ * (notifier/reactions.ts): a typed job of lib/queue.ts, which the consumer
+ * queues with its batch's others in one enqueueMany.
+ */
+export type QueuedJob<T extends TaskName = TaskName> = JobSpec<T>;

@@ -1,26 +1,22 @@
 import { EventType, parseEventData, type EventEnvelope } from "../lib/events.js";
 import type { QueuedJob } from "./queued-job.js";
-import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "../jobs/match-subject.js";
+import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "../lib/job-payloads.js";
 import { fanoutStartJob } from "./alerts/fanout.js";
 
 /**
  * Durable work an event starts besides its notifications: graphile-worker
  * jobs the consumer queues in the same transaction as the event's
- * notifications, before the ack. The job key makes a redelivered or repeated
- * event replace a job still waiting rather than add another. The consumer's
- * subject filter covers these types as well as notifier/handlers.ts's.
+ * notifications, before the ack. The job key (lib/job-payloads.ts) makes a
+ * redelivered or repeated event replace a job still waiting rather than add
+ * another. The consumer's subject filter covers these types as well as
+ * notifier/handlers.ts's.
  */
 export type { QueuedJob };
 
 export type EventReaction<T extends EventType> = (event: EventEnvelope<T>) => QueuedJob[];
 export type ReactionRegistry = { [T in EventType]?: EventReaction<T> };
 
-const match = (subject: MatchSubjectRef): QueuedJob => ({
-  task: MATCH_SUBJECT_TASK,
-  payload: subject,
-  jobKey: `${MATCH_SUBJECT_TASK}:${subject.kind}:${subject.id}`,
-  maxAttempts: 10,
-});
+const match = (subject: MatchSubjectRef): QueuedJob => ({ task: MATCH_SUBJECT_TASK, payload: subject });
 
 /** A PATCH that moves a lost report, or changes its species, may bring it into new subscribers' alerts. */
 const ALERTING_CHANGES = new Set(["location", "animal.species"]);

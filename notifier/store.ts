@@ -1,8 +1,9 @@
 import type { Queryable } from "../lib/db.js";
 import type { EventType } from "../lib/events.js";
-import { enqueueDelivery, type Channel, type NotificationKind, type NotificationStatus } from "../lib/notifications.js";
+import { NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
+import type { Channel, NotificationKind, NotificationStatus } from "../lib/notifications.js";
+import { enqueue } from "../lib/queue.js";
 import type { NotificationDraft } from "./handlers.js";
-import type { QueuedJob } from "./queued-job.js";
 
 /** Notification SQL of the notifier: the consumer's inserts, the delivery job's reads and writes, the stall sweep. */
 
@@ -174,23 +175,8 @@ export async function requeueStalledDeliveries(client: Queryable, olderThanSecon
     [olderThanSeconds, limit],
   );
   for (const { id } of rows) {
-    await enqueueDelivery(client, id);
+    await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id });
     await client.query(`update notification set updated_at = now() where id = $1::uuid`, [id]);
   }
   return rows.map((r) => r.id);
-}
-
-/** Queues the jobs events started, in the caller's transaction, one add_jobs call for the lot. */
-export async function queueJobs(client: Queryable, queued: QueuedJob[]): Promise<void> {
-  // One job per key, the last (newest event) winning: add_jobs refuses a key twice in one call
-  // ("ON CONFLICT DO UPDATE command cannot affect row a second time"), which failed the whole
-  // batch, for ever, when two events about one report (two PATCHes) arrived together.
-  const jobs = [...new Map(queued.map((job) => [job.jobKey, job])).values()];
-  if (jobs.length === 0) return;
-  await client.query(
-    `select from graphile_worker.add_jobs(
-       array(select (task, payload, null, null, max_attempts, job_key, null, null)::graphile_worker.job_spec
-             from unnest($1::text[], $2::json[], $3::smallint[], $4::text[]) as j(task, payload, max_attempts, job_key)))`,
-    [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.maxAttempts ?? 25), jobs.map((j) => j.jobKey)],
-  );
 }

@@ -2,19 +2,16 @@ import { busClient, connectBus, ensureStream, onRelayWakeUps } from "../lib/bus.
 import { loadConfigOrExit, lowerPriority, orExit } from "../lib/boot.js";
 import { loadRelayConfig } from "../lib/config.js";
 import { createPool } from "../lib/db.js";
-import { OUTBOX_WAKE_CHANNEL } from "../lib/outbox.js";
 import { startHealthServer } from "../lib/health.js";
 import { createMetricsRegistry, registerMetricsRoute } from "../lib/metrics.js";
 import { installShutdown } from "../lib/shutdown.js";
 import { startWorker } from "../lib/worker.js";
 import { MAINTENANCE_CRONTAB, MAINTENANCE_PRUNE_TASK, maintenancePruneTask } from "../jobs/maintenance-prune.js";
-import { OUTBOX_RELAY_TASK, outboxRelayTask } from "../jobs/outbox-relay.js";
 import { REPORT_LIFETIME_CRONTAB, REPORT_LIFETIME_TASK, reportLifetimeTask } from "../jobs/report-lifetime.js";
 import { pruneMaintenance } from "./maintenance.js";
 import { createRelayMetrics } from "./metrics.js";
 import { OutboxRelay } from "./outbox-relay.js";
 import { runReportLifetime } from "./report-lifetime.js";
-import { listenForWakeUps } from "./wake-up.js";
 
 const { config, logger } = loadConfigOrExit("relay", loadRelayConfig);
 lowerPriority(logger, config.RELAY_NICE);
@@ -42,6 +39,9 @@ const relay = new OutboxRelay({
   lanes: config.RELAY_LANES,
 });
 
+const sweep = () =>
+  relay.drain().catch((err: Error) => logger.warn({ err: { message: err.message } }, "relay: sweep failed"));
+
 // Postgres down at boot, or a database `api migrate up` never ran on
 // (startWorker refuses it), is a fatal start like an unreachable bus.
 const runner = await orExit(logger, "relay: database", () =>
@@ -49,33 +49,29 @@ const runner = await orExit(logger, "relay: database", () =>
     pool,
     logger,
     taskList: {
-      [OUTBOX_RELAY_TASK]: outboxRelayTask(() => relay.drain()),
       [MAINTENANCE_PRUNE_TASK]: maintenancePruneTask(() => pruneMaintenance(pool, config.OUTBOX_RETENTION_DAYS)),
-      [REPORT_LIFETIME_TASK]: reportLifetimeTask(() => runReportLifetime(pool, { ttlDays: config.REPORT_TTL_DAYS })),
+      // Its expiry and reminder events are this process's own rows: it drains them at once
+      // rather than waking itself over the bus.
+      [REPORT_LIFETIME_TASK]: reportLifetimeTask(async () => {
+        const result = await runReportLifetime(pool, { ttlDays: config.REPORT_TTL_DAYS });
+        if (result.expired + result.warned > 0) void sweep();
+        return result;
+      }),
     },
     crontab: [MAINTENANCE_CRONTAB, REPORT_LIFETIME_CRONTAB].join("\n"),
     concurrency: 2,
-    // Fetched jobs are served from memory: a worker no longer asks Postgres for the next job after
-    // every relay job, one statement fewer per create (`npm run bench:statements`).
+    // Fetched jobs are served from memory: a finished job's runner takes the next from memory
+    // instead of asking Postgres for it.
     localQueueSize: 4,
   }),
 );
 
-// The spec's poll: finds rows whose wake-up was lost, and retries after a bus outage.
-const sweep = () =>
-  relay.drain().catch((err: Error) => logger.warn({ err: { message: err.message } }, "relay: sweep failed"));
+// The relay is woken one way: a writer publishes on the bus after its commit (the API after a
+// write, the notifier after a job that recorded events). The poll finds what no wake-up
+// announced (an operator task's rows, a wake-up lost), and retries after a bus outage.
 const heartbeat = setInterval(sweep, config.RELAY_POLL_INTERVAL_MS);
 void sweep();
-// A commit wakes the relay at once: the API publishes a wake-up on the bus after
-// its writes, and the outbox trigger notifies this channel for every other writer.
 const busWakeUps = onRelayWakeUps(nc, sweep);
-const wakeUps = listenForWakeUps({
-  connectionString: config.DATABASE_URL,
-  channel: OUTBOX_WAKE_CHANNEL,
-  onWake: sweep,
-  logger,
-  registry: metrics,
-});
 
 const health = await startHealthServer({
   ...config.RELAY_HEALTH_ADDR,
@@ -89,7 +85,6 @@ const health = await startHealthServer({
 installShutdown(logger, [
   { name: "stop sweeping", run: () => clearInterval(heartbeat) },
   { name: "stop taking bus wake-ups", run: () => busWakeUps.unsubscribe() },
-  { name: "stop listening for wake-ups", run: () => wakeUps.stop() },
   { name: "finish relay batch", run: () => relay.stop() },
   { name: "stop worker", run: () => runner.stop() },
   { name: "close health server", run: () => health.close() },

@@ -40,8 +40,8 @@ export interface BatchResult {
  * Within a round, each claim starts past the last row the round claimed. A
  * row it leaves behind (committed late with an older occurred_at, or left by
  * another relay that failed) is taken by the next round, which starts from
- * the oldest row: its commit sent a wake-up, which makes the drain go round
- * again, and a failed publish ends the round.
+ * the oldest row: its writer's wake-up after the commit, or the next poll,
+ * makes the drain go round again, and a failed publish ends the round.
  */
 export class OutboxRelay {
   private running: Promise<void> | null = null;

@@ -143,6 +143,7 @@ function renderProcess(process: ProcessSettings): string[] {
 }
 
 export function renderConfigurationDocs(): string {
+  const environments = Object.values(settingsByProcess).flatMap((process: ProcessSettings) => (process.environment ? [code(process.environment)] : []));
   return [
     "# Configuration",
     "",
@@ -156,8 +157,9 @@ export function renderConfigurationDocs(): string {
     "malformed one, naming it. A blank value of an optional setting counts as unset.",
     "",
     "The *required in production* column: **always**, no default, so every environment needs it; **yes**, needed",
-    "whenever `API_ENV` is not `development` (so in `test` as well), where an empty list counts as unset;",
-    "**no**, optional or defaulted. A setting several processes read appears in each process's table.",
+    `whenever the process's environment (${environments.join(", ")}) is not \`development\` (so in \`test\` as well),`,
+    "where an empty list counts as unset; **no**, optional or defaulted. A setting several processes read appears in",
+    "each process's table.",
     "",
     ...Object.values(settingsByProcess).flatMap((process) => renderProcess(process as ProcessSettings)),
   ].join("\n");

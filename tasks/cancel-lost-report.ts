@@ -4,12 +4,12 @@
  *   tsx tasks/cancel-lost-report.ts --report <uuid> --ticket <incident id> --operator <your id> [--execute]
  *
  * Without --execute it only shows what would change. With it, one transaction
- * sets status `cancelled`, writes audit `safety.report_cancelled_by_operator`
- * with the ticket id, and emits events.safety.lost_report_cancelled.v1.
+ * sets status `cancelled` and emits events.safety.lost_report_cancelled.v1
+ * (cancelLostReport, lib/report-lifecycle.ts), and writes audit
+ * `safety.report_cancelled_by_operator` with the ticket id.
  */
 import { AuditAction, AuditObject, writeAuditEvent } from "../lib/audit.js";
-import { EventType } from "../lib/events.js";
-import { recordEvent } from "../lib/outbox.js";
+import { cancelLostReport } from "../lib/report-lifecycle.js";
 import { parseTaskArgs, print, required, withTaskClient } from "./lib.js";
 
 const usage = "cancel-lost-report --report <uuid> --ticket <id> --operator <id> [--execute]";
@@ -39,10 +39,7 @@ const outcome = await withTaskClient(async (client) => {
     if (!args.execute) {
       return { ok: true, dryRun: true, wouldChange: { reportId, from: report.status, to: "cancelled" }, ticket };
     }
-    await client.query(
-      `update safety_lost_report set status = 'cancelled', resolved_at = now(), updated_at = now() where id = $1::uuid`,
-      [reportId],
-    );
+    await cancelLostReport(client, reportId, report.status);
     await writeAuditEvent(client, {
       actorId: operator,
       action: AuditAction.ReportCancelledByOperator,
@@ -50,7 +47,6 @@ const outcome = await withTaskClient(async (client) => {
       objectId: reportId,
       metadata: { ticketId: ticket, previousStatus: report.status },
     });
-    await recordEvent(client, EventType.LostReportCancelled, { reportId, previousStatus: report.status });
     await client.query("commit");
     return { ok: true, dryRun: false, changed: { reportId, from: report.status, to: "cancelled" }, ticket };
   } finally {

@@ -8,6 +8,8 @@
  * The deletion and its audit event `operator.worker_jobs_cleaned` commit together.
  */
 import { AuditAction, AuditObject, writeAuditEvent } from "../lib/audit.js";
+import { finishedJobs } from "../lib/job-state.js";
+import { completeJobs } from "../lib/queue.js";
 import { parseTaskArgs, print, required, withTaskClient } from "./lib.js";
 
 const usage = "clean-worker-jobs --operator <id> [--task <identifier>] [--older-than-hours N] [--execute]";
@@ -26,22 +28,13 @@ if (!Number.isFinite(olderThanHours) || olderThanHours < 0) {
 const outcome = await withTaskClient(async (client) => {
   await client.query("begin");
   try {
-    const { rows } = await client.query<{ id: string; task: string; attempts: number; lastError: string | null }>(
-      `select id, task_identifier as task, attempts, last_error as "lastError"
-       from graphile_worker.jobs
-       where attempts >= max_attempts
-         and locked_at is null
-         and updated_at < now() - make_interval(hours => $1::int)
-         and ($2::text is null or task_identifier = $2::text)
-       order by id`,
-      [Math.floor(olderThanHours), args.task ?? null],
-    );
+    const rows = await finishedJobs(client, { olderThanHours: Math.floor(olderThanHours), task: args.task ?? null });
     const byTask: Record<string, number> = {};
     for (const job of rows) byTask[job.task] = (byTask[job.task] ?? 0) + 1;
     if (!args.execute || rows.length === 0) {
       return { dryRun: !args.execute, finishedJobs: rows.length, byTask, jobs: rows.slice(0, 50) };
     }
-    await client.query(`select graphile_worker.complete_jobs($1::bigint[])`, [rows.map((j) => j.id)]);
+    await completeJobs(client, rows.map((j) => j.id));
     await writeAuditEvent(client, {
       actorId: operator,
       action: AuditAction.WorkerJobsCleaned,

@@ -1,3 +1,4 @@
+import type { ModerationTargetType } from "../../lib/moderation";
 import type { Channel, NotificationStatus, ReasonCategory } from "../../lib/notifications";
 /**
  * The console's only way to the service: the public HTTP API of the contract
@@ -124,7 +125,7 @@ export async function fetchImage(credential: Credential, path: string): Promise<
 export interface ModerationItem {
   id: string;
   reporterId: string;
-  targetType: "lost_report" | "found_report" | "sighting" | "relay_message" | "photo";
+  targetType: ModerationTargetType;
   targetId: string;
   reason: string;
   details: string | null;

@@ -1,4 +1,5 @@
 import type { Queryable } from "../../lib/db.js";
+import { CONTACT_MESSAGE_TARGET_TYPE } from "../../lib/moderation.js";
 import type { CreateModerationReportBody, ModerationTargetType } from "./schemas.js";
 
 // Fixed identifiers per target type; nothing caller-supplied is interpolated.
@@ -6,7 +7,7 @@ const targetExistsSql: Record<ModerationTargetType, string> = {
   lost_report: `select 1 from safety_lost_report where id = $1::uuid`,
   found_report: `select 1 from safety_found_report where id = $1::uuid`,
   sighting: `select 1 from safety_sighting where id = $1::uuid`,
-  relay_message: `select 1 from safety_relay_message where id = $1::uuid`,
+  [CONTACT_MESSAGE_TARGET_TYPE]: `select 1 from safety_relay_message where id = $1::uuid`,
   photo: `select 1 from photo where id = $1::uuid and status <> 'deleted'`,
 };
 

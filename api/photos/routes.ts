@@ -9,24 +9,22 @@ import { withTransaction } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { IMAGE_MIME_TYPES } from "../../lib/images/index.js";
 import type { Registry } from "../../lib/metrics.js";
+import { PHOTO_DELETE_TASK, PHOTO_PROCESS_TASK } from "../../lib/job-payloads.js";
 import { recordEvent } from "../../lib/outbox.js";
 import {
   lockObjectKeys,
   MAX_PHOTOS_PER_PARENT,
   MAX_UPLOAD_BYTES,
-  PHOTO_DELETE_TASK,
-  PHOTO_PROCESS_TASK,
-  queuePhotoJob,
   type PhotoParent,
   type PhotoParentType,
 } from "../../lib/photos.js";
 import { problems } from "../../lib/problems.js";
+import { enqueue } from "../../lib/queue.js";
 import { originalKey, sha256Hex } from "../../lib/storage/index.js";
 import type { AppDeps } from "../deps.js";
-import { requireActor } from "../plugins/auth.js";
+import { isAdmin, requireActor } from "../plugins/auth.js";
 import { problemResponses } from "../plugins/openapi.js";
 import { IdParams } from "../schemas.js";
-import { isAdmin } from "../safety/access.js";
 import { PhotoAccepted, PhotoDetail, PhotoParams, PhotoUploadBody } from "./schemas.js";
 import { servePhotoRoute } from "./serve.js";
 import { VariantCache } from "./variant-cache.js";
@@ -121,7 +119,7 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }>
             refuse(await store.parentOwner(client, parent, true), await store.countLivePhotos(client, parent));
             await store.insertPhoto(client, { id, uploaderId: actor.id, parent, sha256, type: image.type, bytes: bytes.length });
             await recordEvent(client, EventType.PhotoUploaded, { photoId: id, uploaderId: actor.id, parentType, parentId: parent.id }, request.log);
-            await queuePhotoJob(client, PHOTO_PROCESS_TASK, id);
+            await enqueue(client, PHOTO_PROCESS_TASK, { photoId: id });
             // Last, under the key's lock: a refusal above stored nothing, and a job releasing an equal original waits for this commit.
             await lockObjectKeys(client, [key]);
             await storage.put(key, bytes, IMAGE_MIME_TYPES[image.type]);
@@ -190,7 +188,7 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }>
           { photoId, uploaderId: photo.uploaderId, parentType: photo.parent.type, parentId: photo.parent.id, deletedBy: actor.id },
           request.log,
         );
-        await queuePhotoJob(client, PHOTO_DELETE_TASK, photoId);
+        await enqueue(client, PHOTO_DELETE_TASK, { photoId });
         if (asAdmin) {
           await writeAuditEvent(client, {
             actorId: actor.id,

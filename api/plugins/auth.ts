@@ -15,6 +15,9 @@ export interface Actor {
   roles: readonly string[];
 }
 
+/** Whether the actor holds platform_admin: the admin routes' gate, and what lets an admin see and act on others' content. */
+export const isAdmin = (actor: Actor) => actor.roles.includes(PLATFORM_ADMIN);
+
 declare module "fastify" {
   interface FastifyRequest {
     actor: Actor | null;
@@ -144,7 +147,7 @@ export function registerAuth(app: FastifyInstance, authenticator: Authenticator,
     const required: RouteAuth = request.routeOptions.config.auth ?? "actor";
     if (required === "public" || request.is404) return;
     if (!actor) throw problems.unauthenticated();
-    if (required === "admin" && !actor.roles.includes(PLATFORM_ADMIN)) {
+    if (required === "admin" && !isAdmin(actor)) {
       throw problems.forbidden("the platform_admin role is required");
     }
   });

@@ -11,12 +11,12 @@ const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
  * Wakes the relay after every request that may have committed outbox rows:
- * a write that succeeded, or a GET of a route marked `wakesRelay`. The API's
- * connections do not notify the relay from the outbox trigger
- * (lib/outbox.ts WAKE_RELAY_BY_BUS); this is their wake-up. A refusal wrote
- * nothing, so it wakes nobody: a flood of 429s costs the relay no claims. A
- * write that woke the relay for nothing costs it one empty claim, and one
- * whose wake-up is lost waits for the relay's 1 s poll.
+ * a write that succeeded, or a GET of a route marked `wakesRelay`. It is the
+ * only wake-up the API's commits get: nothing in Postgres notifies the relay
+ * (lib/bus.ts relayWaker). A refusal wrote nothing, so it wakes nobody: a
+ * flood of 429s costs the relay no claims. A write that woke the relay for
+ * nothing costs it one empty claim, and one whose wake-up is lost waits for
+ * the relay's 1 s poll.
  */
 export function registerRelayWakeUps(app: FastifyInstance, wakeRelay: () => void): void {
   app.addHook("onResponse", (request, reply, done) => {

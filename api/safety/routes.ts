@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AppDeps } from "../deps.js";
 import { alertRoutes } from "./alerts/routes.js";
+import { contactMessageRoutes } from "./contact-messages/routes.js";
 import { flagRoutes } from "./flags/routes.js";
 import { matchRoutes } from "./matches/routes.js";
-import { relayMessageRoutes } from "./relay-messages/routes.js";
 import { reportOwnerRoutes } from "./reports/owner-routes.js";
 import { reportRoutes } from "./reports/routes.js";
 import { sightingRoutes } from "./sightings/routes.js";
@@ -13,7 +13,7 @@ export const safetyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
   await app.register(reportRoutes, deps);
   await app.register(reportOwnerRoutes, deps);
   await app.register(flagRoutes, deps);
-  await app.register(relayMessageRoutes, deps);
+  await app.register(contactMessageRoutes, deps);
   await app.register(alertRoutes, deps);
   await app.register(sightingRoutes, deps);
   await app.register(matchRoutes, deps);

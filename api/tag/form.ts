@@ -2,7 +2,7 @@ import { coarsen, type LatLon } from "../../lib/geo.js";
 import { format, type Messages } from "./i18n/index.js";
 import type { FormField, FormState } from "./render.js";
 
-/** The API's relay limits (api/safety/relay-messages/schemas.ts): the tag page's form takes the same. */
+/** The API's contact message limits (api/safety/contact-messages/schemas.ts): the tag page's form takes the same. */
 export const MESSAGE_MAX = 2000;
 export const CONTACT_MAX = 200;
 

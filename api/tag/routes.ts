@@ -6,7 +6,7 @@ import { ProblemError, ProblemSlug } from "../../lib/problems.js";
 import type { AppDeps } from "../deps.js";
 import { hashToken, TOKEN_PATTERN } from "../emergency/token.js";
 import { sendProblem, toProblem } from "../plugins/errors.js";
-import { relayToReporter } from "../safety/relay-messages/relay.js";
+import { sendContactMessage } from "../safety/contact-messages/send.js";
 import { TAG_ASSETS } from "./assets.js";
 import { parseFormBody, readMessageForm } from "./form.js";
 import { catalogues, negotiateLanguage, type Messages } from "./i18n/index.js";
@@ -89,8 +89,8 @@ const AssetParams = z.object({ file: z.string().max(100) });
 
 /**
  * The tag page, GET /t/{token}: what a QR code on a collar opens. Server
- * rendered in the finder's language, with the message form that relays to
- * the owner (POST /t/{token}/message) and its thank-you page. Hidden from
+ * rendered in the finder's language, with the message form that sends the
+ * owner a contact message (POST /t/{token}/message) and its thank-you page. Hidden from
  * the OpenAPI document, like the console: these are pages, not API.
  */
 export const tagRoutes: FastifyPluginAsync<TagRoutesOptions> = async (plain, { pool, config, photos = animalThumbs }) => {
@@ -157,8 +157,8 @@ export const tagRoutes: FastifyPluginAsync<TagRoutesOptions> = async (plain, { p
     const { message, fromContact, scanId, coarsePoint } = read.submission;
     try {
       await withTransaction(pool, async (client) => {
-        const relay = { kind: "animal" as const, animalId: tag.animalId, message, fromContact, ip: request.ip };
-        await relayToReporter(client, coarsePoint ? { ...relay, location: coarsePoint } : relay, request.log);
+        const contact = { kind: "animal" as const, animalId: tag.animalId, message, fromContact, ip: request.ip };
+        await sendContactMessage(client, coarsePoint ? { ...contact, location: coarsePoint } : contact, request.log);
         if (scanId && coarsePoint) await shareLocation(client, tag, scanId, coarsePoint, request.log);
       });
     } catch (err) {

@@ -10,7 +10,7 @@ import type { TagRow } from "./store.js";
 /**
  * Tag page views recorded per client IP: 30 at once, refilled at 30 an hour.
  * A finder reloading the page never meets it; a script flooding one owner's
- * scan log does. Kept in Postgres like the relay's limit, so it holds across
+ * scan log does. Kept in Postgres like the contact messages' limit, so it holds across
  * API instances.
  */
 export function tagScanBucket(clientIp: string): BucketSpec {

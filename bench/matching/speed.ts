@@ -1,6 +1,6 @@
 /**
  * Matching speed: with 1,000,000 open lost reports seeded, the time
- * one match_subject job takes for a new found report (p50/p95/p99, warm), and
+ * one match__subject job takes for a new found report (p50/p95/p99, warm), and
  * how long a burst of 1,000 found reports takes to be fully matched by the
  * notifier's real graphile-worker task.
  *
@@ -13,8 +13,10 @@
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { pino } from "pino";
-import { MATCH_SUBJECT_TASK, matchSubjectTask } from "../../jobs/match-subject.js";
+import { matchSubjectTask } from "../../jobs/match-subject.js";
+import { MATCH_SUBJECT_TASK } from "../../lib/job-payloads.js";
 import { migrateUp } from "../../lib/migrate.js";
+import { enqueueMany } from "../../lib/queue.js";
 import { startWorker } from "../../lib/worker.js";
 import { createMatcher } from "../../notifier/matching/matcher.js";
 import { CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, scoreMatch } from "../../notifier/matching/score.js";
@@ -135,10 +137,9 @@ const runner = await startWorker({
 });
 const ids = await insertFound(burst);
 started = performance.now();
-await pool.query(
-  `select graphile_worker.add_jobs(array(select ($1::text, json_build_object('kind', 'found', 'id', id), null, null, 10::smallint,
-     $1::text || ':found:' || id, null, null)::graphile_worker.job_spec from unnest($2::uuid[]) id))`,
-  [MATCH_SUBJECT_TASK, ids],
+await enqueueMany(
+  pool,
+  ids.map((id) => ({ task: MATCH_SUBJECT_TASK, payload: { kind: "found", id } })),
 );
 for (;;) {
   const { rows } = await pool.query<{ n: number }>(

@@ -2,7 +2,7 @@ import { actorSuspendedSql } from "../../lib/accounts.js";
 import { DAILY_ALERT_CAP, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
-import { enqueueDeliveries } from "../../lib/notifications.js";
+import { enqueueDeliveries } from "../../lib/queue.js";
 import { channelsFor, emailPreferences, insertNotifications, needingDelivery, type NewNotification } from "../store.js";
 import { closestCoveringSubscriptions } from "./coverage.js";
 import { digestDraft, digestSourceId, type AlertReport } from "./messages.js";
@@ -72,7 +72,7 @@ async function recordDeferrals(client: Queryable, eventId: string, today: string
        insert into alert_ledger (report_id, actor_id, fanout_event_id, subscription_id, distance_m, status, day, decided_at)
        select f.report_id, c.actor_id, f.event_id, c.subscription_id, c.distance_m, 'deferred', capped.day, now()
        from fanout f
-       cross join lateral (${closestCoveringSubscriptions("f.report_id", "s.created_at <= f.created_at")}) c
+       cross join lateral (${closestCoveringSubscriptions("f.report_id", { subscribedBy: "f.created_at" })}) c
        cross join lateral (
          select q.day from alert_daily_quota q
          where q.actor_id = c.actor_id and q.day between f.first_day and f.last_day and q.sent >= $3::int

@@ -1,6 +1,7 @@
-import { ALERTS_FANOUT_TASK, DAILY_ALERT_CAP, FANOUT_BATCH_SIZE, fanoutJobKey, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
+import { DAILY_ALERT_CAP, FANOUT_BATCH_SIZE, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
-import { enqueueDeliveries } from "../../lib/notifications.js";
+import { ALERTS_FANOUT_TASK } from "../../lib/job-payloads.js";
+import { enqueueDeliveries } from "../../lib/queue.js";
 import type { QueuedJob } from "../queued-job.js";
 import type { ReactionCheck } from "../reaction-checks.js";
 import { channelsFor, emailPreferences } from "../store.js";
@@ -40,16 +41,15 @@ export interface FanoutStart extends store.FanoutRef {
  * one), so a redelivered event replaces only a start still waiting; a start
  * that finds its fan-out already recorded does nothing.
  */
-export function fanoutStartJob(start: FanoutStart): QueuedJob {
+export function fanoutStartJob(start: FanoutStart): QueuedJob<typeof ALERTS_FANOUT_TASK> {
   return {
     task: ALERTS_FANOUT_TASK,
     payload: { fanoutId: start.eventId, batch: 0, reportId: start.reportId, eventType: start.eventType },
-    jobKey: `${fanoutJobKey(start.reportId, start.eventId)}:start`,
-    maxAttempts: store.FANOUT_JOB_MAX_ATTEMPTS,
+    options: { key: { reportId: start.reportId, eventId: start.eventId, start: true } },
   };
 }
 
-type FanoutStartJob = QueuedJob & { payload: { fanoutId: string; batch: 0; reportId: string; eventType: string } };
+type FanoutStartJob = QueuedJob<typeof ALERTS_FANOUT_TASK> & { payload: { batch: 0; reportId: string; eventType: string } };
 
 const isFanoutStart = (job: QueuedJob): job is FanoutStartJob => job.task === ALERTS_FANOUT_TASK && job.payload.batch === 0;
 
@@ -119,8 +119,8 @@ export async function runFanoutBatch(
     }
     if (batch === 0) {
       const claimed = await store.collectRecipients(client, fanout, dailyCap, batchSize);
-      await store.recordCollected(client, fanoutId, claimed, batchSize);
-      if (claimed.pending > 0) await store.queueFanoutBatch(client, fanout, 1);
+      const schedule = await store.recordCollected(client, fanoutId, claimed, batchSize);
+      if (claimed.pending > 0) await store.queueFanoutBatch(client, fanout, 1, schedule);
       return { outcome: "collected", recipients: claimed.pending + claimed.deferred, deferred: claimed.deferred };
     }
     const decided = await store.decideBatch(client, fanout, batch, dailyCap);
@@ -134,8 +134,8 @@ export async function runFanoutBatch(
       next = swept.next;
     }
     const outcome = { notified: decided.notified.length, deferred, skipped: decided.skipped };
-    await store.recordBatch(client, fanoutId, { ...outcome, next });
-    if (next !== null) await store.queueFanoutBatch(client, fanout, next);
+    const schedule = await store.recordBatch(client, fanoutId, { ...outcome, next });
+    if (next !== null) await store.queueFanoutBatch(client, fanout, next, schedule);
     return { outcome: "batch", ...outcome, done: next === null };
   });
 }
@@ -171,7 +171,7 @@ export async function requeueStalledFanouts(pool: Pool, olderThanSeconds = FANOU
   return withTransaction(pool, async (client) => {
     const orphaned = await store.requeueOrphanedFanoutJobs(client, olderThanSeconds);
     const stalled = await store.claimStalledFanouts(client, olderThanSeconds, 100);
-    for (const fanout of stalled) await store.queueFanoutBatch(client, fanout, fanout.nextBatch);
+    for (const fanout of stalled) await store.queueFanoutBatch(client, fanout, fanout.nextBatch, fanout);
     return orphaned + stalled.length;
   });
 }

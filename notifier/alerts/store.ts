@@ -1,13 +1,13 @@
 import { actorSuspendedSql } from "../../lib/accounts.js";
 import type { Species } from "../../lib/animals.js";
-import { ALERTS_FANOUT_TASK, FANOUT_BATCH_SIZE, fanoutJobKey } from "../../lib/alerts.js";
-import type { Queryable } from "../../lib/db.js";
+import { FANOUT_BATCH_SIZE } from "../../lib/alerts.js";
+import { exactTime, type Queryable } from "../../lib/db.js";
+import { ALERTS_FANOUT_TASK } from "../../lib/job-payloads.js";
+import { jobWaitingSql, lockedJobs } from "../../lib/job-state.js";
+import { enqueue, jobKeySql, requeue } from "../../lib/queue.js";
 import { coveringSubscriptionsSql, subscriptionCoversReport } from "./coverage.js";
 
 /** SQL of the alert fan-out: starting one, its batches, the stall sweep. Tables: migrations 000006 and 000009. */
-
-/** A failed batch is retried by graphile-worker, and re-queued by the stall sweep after that. */
-export const FANOUT_JOB_MAX_ATTEMPTS = 20;
 
 export interface FanoutRef {
   reportId: string;
@@ -15,26 +15,34 @@ export interface FanoutRef {
 }
 
 /**
- * Queues batch `batch` of a fan-out in the caller's transaction (one job key
- * per fan-out), after the fan-out's counts are updated. Its priority is the
- * number of batches the fan-out has left after this one (graphile-worker
- * runs lower numbers first; starts run at 0, as does a last batch), and its
- * run_at the fan-out's start (ties go to the oldest). When fan-outs queue up
- * behind each other (a burst of reports in a city), starts and last batches
- * run in the order their reports came, so a small fan-out is not held up
- * behind a city's; then the one closest to done goes next, so the city's
- * finish one after another rather than all at the end. A big one waits only
- * while smaller ones keep arriving faster than the fan-out worker runs them.
+ * When a fan-out's next batch job runs. Its priority is the number of
+ * batches the fan-out has left after that one (graphile-worker runs lower
+ * numbers first; starts run at 0, as does a last batch), and its run_at the
+ * fan-out's start (ties go to the oldest). When fan-outs queue up behind
+ * each other (a burst of reports in a city), starts and last batches run in
+ * the order their reports came, so a small fan-out is not held up behind a
+ * city's; then the one closest to done goes next, so the city's finish one
+ * after another rather than all at the end. A big one waits only while
+ * smaller ones keep arriving faster than the fan-out worker runs them.
  */
-export async function queueFanoutBatch(client: Queryable, { reportId, eventId }: FanoutRef, batch: number): Promise<void> {
-  await client.query(
-    `select from alert_fanout f
-     cross join lateral graphile_worker.add_job($1::text, json_build_object('fanoutId', $2::uuid, 'batch', $3::int),
-       job_key := $4::text, max_attempts := $5::int, run_at := f.created_at,
-       priority := least(greatest(coalesce(ceil((f.recipients - f.notified - f.deferred - f.skipped)::numeric / f.batch_size) - 1, 0), 0), 10000)::int)
-     where f.event_id = $2::uuid`,
-    [ALERTS_FANOUT_TASK, eventId, batch, fanoutJobKey(reportId, eventId), FANOUT_JOB_MAX_ATTEMPTS],
-  );
+export interface FanoutSchedule {
+  /** The fan-out's created_at, to the microsecond. */
+  runAt: string;
+  priority: number;
+}
+
+/**
+ * Select-list items of FanoutSchedule from fan-out row `f`, returned by the
+ * statements that update the row's counts (recordCollected, recordBatch,
+ * claimStalledFanouts), so queueing the next batch reads nothing more.
+ */
+const fanoutSchedule = (f: string) =>
+  `${exactTime(`${f}.created_at`)} as "runAt",
+   least(greatest(coalesce(ceil((${f}.recipients - ${f}.notified - ${f}.deferred - ${f}.skipped)::numeric / ${f}.batch_size) - 1, 0), 0), 10000)::int as priority`;
+
+/** Queues batch `batch` of a fan-out in the caller's transaction (one job key per fan-out), after the fan-out's counts are updated. */
+export async function queueFanoutBatch(client: Queryable, { reportId, eventId }: FanoutRef, batch: number, schedule: FanoutSchedule): Promise<void> {
+  await enqueue(client, ALERTS_FANOUT_TASK, { fanoutId: eventId, batch }, { key: { reportId, eventId }, runAt: schedule.runAt, priority: schedule.priority });
 }
 
 /**
@@ -69,20 +77,9 @@ export async function insertFanout(client: Queryable, ref: FanoutRef & { eventTy
  * batch done and does nothing. Returns how many.
  */
 export async function requeueOrphanedFanoutJobs(client: Queryable, lockedForSeconds: number): Promise<number> {
-  const { rows } = await client.query<{ n: number }>(
-    `with orphaned as (
-       select j.key, j.payload, j.max_attempts
-       from graphile_worker._private_jobs j
-       join graphile_worker._private_tasks t on t.id = j.task_id
-       where t.identifier = $1::text and j.key is not null
-         and j.locked_at < now() - make_interval(secs => $2::double precision)
-       limit 100
-     )
-     select count(graphile_worker.add_job($1::text, o.payload, job_key := o.key, max_attempts := o.max_attempts))::int as n
-     from orphaned o`,
-    [ALERTS_FANOUT_TASK, lockedForSeconds],
-  );
-  return rows[0]!.n;
+  const orphaned = await lockedJobs(client, ALERTS_FANOUT_TASK, lockedForSeconds, 100);
+  await requeue(client, orphaned);
+  return orphaned.length;
 }
 
 export interface LockedFanout {
@@ -149,7 +146,7 @@ export function uncoveredFanoutsSql(starts: { eventIds: string; reportIds: strin
        cross join lateral (
          select r.coarse_location, r.species, r.reporter_id from safety_lost_report r where r.id = st.report_id offset 0
        ) r
-       where not exists (select 1 from alert_subscription s where ${subscriptionCoversReport})
+       where not exists (select 1 from alert_subscription s where ${subscriptionCoversReport("s", "r")})
      ),
      fanout_recorded as (
        insert into alert_fanout (event_id, report_id, event_type, status, recipients, batch_size, next_batch, finished_at)
@@ -329,28 +326,36 @@ export interface BatchOutcome {
   next: number | null;
 }
 
-export async function recordBatch(client: Queryable, eventId: string, outcome: BatchOutcome): Promise<void> {
-  await client.query(
-    `update alert_fanout
+/** Records a batch's outcome; returns when the next batch runs. */
+export async function recordBatch(client: Queryable, eventId: string, outcome: BatchOutcome): Promise<FanoutSchedule> {
+  const { rows } = await client.query<FanoutSchedule>(
+    `update alert_fanout f
      set next_batch = coalesce($5::int, next_batch + 1), batches_done = batches_done + 1,
        notified = notified + $2::int, deferred = deferred + $3::int, skipped = skipped + $4::int, updated_at = now(),
        status = case when $5::int is null then 'done' else status end,
        finished_at = case when $5::int is null then now() end
-     where event_id = $1::uuid`,
+     where event_id = $1::uuid
+     returning ${fanoutSchedule("f")}`,
     [eventId, outcome.notified, outcome.deferred, outcome.skipped, outcome.next],
   );
+  return rows[0]!;
 }
 
-/** Batch 0's outcome: the recipients claimed, the ones deferred at once among them; done when none is left pending. */
-export async function recordCollected(client: Queryable, eventId: string, claimed: Claimed, batchSize: number): Promise<void> {
-  await client.query(
-    `update alert_fanout
+/**
+ * Batch 0's outcome: the recipients claimed, the ones deferred at once among
+ * them; done when none is left pending. Returns when batch 1 runs.
+ */
+export async function recordCollected(client: Queryable, eventId: string, claimed: Claimed, batchSize: number): Promise<FanoutSchedule> {
+  const { rows } = await client.query<FanoutSchedule>(
+    `update alert_fanout f
      set recipients = $2::int + $3::int, deferred = $3::int, batch_size = $4::int, next_batch = 1, updated_at = now(),
        status = case when $2::int = 0 then 'done' else status end,
        finished_at = case when $2::int = 0 then now() end
-     where event_id = $1::uuid`,
+     where event_id = $1::uuid
+     returning ${fanoutSchedule("f")}`,
     [eventId, claimed.pending, claimed.deferred, batchSize],
   );
+  return rows[0]!;
 }
 
 /** Stops a fan-out; its batches not run yet are dropped. */
@@ -371,23 +376,23 @@ export async function stopFanout(client: Queryable, eventId: string, reason: str
  * its turn behind other fan-outs (a burst can queue minutes of batches) or
  * for a retry: re-adding it would move it to the back of the queue.
  */
-export async function claimStalledFanouts(client: Queryable, olderThanSeconds: number, limit: number): Promise<Array<FanoutRef & { nextBatch: number }>> {
-  const { rows } = await client.query<FanoutRef & { nextBatch: number }>(
+export async function claimStalledFanouts(
+  client: Queryable,
+  olderThanSeconds: number,
+  limit: number,
+): Promise<Array<FanoutRef & FanoutSchedule & { nextBatch: number }>> {
+  const { rows } = await client.query<FanoutRef & FanoutSchedule & { nextBatch: number }>(
     `with stalled as (
        select f.event_id from alert_fanout f
        where f.status = 'running' and f.updated_at < now() - make_interval(secs => $1::double precision)
-         and not exists (
-           -- The batches' job key (lib/alerts.ts fanoutJobKey).
-           select 1 from graphile_worker._private_jobs j
-           where j.key = $3::text || ':' || f.report_id || ':' || f.event_id and j.locked_at is null and j.attempts < j.max_attempts
-         )
+         and not ${jobWaitingSql(jobKeySql(ALERTS_FANOUT_TASK, { reportId: "f.report_id", eventId: "f.event_id" }))}
        order by f.updated_at
        limit $2::int
        for update of f skip locked
      )
      update alert_fanout f set updated_at = now() from stalled s where f.event_id = s.event_id
-     returning f.report_id as "reportId", f.event_id as "eventId", f.next_batch as "nextBatch"`,
-    [olderThanSeconds, limit, ALERTS_FANOUT_TASK],
+     returning f.report_id as "reportId", f.event_id as "eventId", f.next_batch as "nextBatch", ${fanoutSchedule("f")}`,
+    [olderThanSeconds, limit],
   );
   return rows;
 }

@@ -3,7 +3,7 @@ import { EventType } from "../../lib/events.js";
 import type { Logger } from "../../lib/logger.js";
 import { SUGGESTION_THRESHOLD, type MatchKind } from "../../lib/matches.js";
 import { recordEventBatch } from "../../lib/outbox.js";
-import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "../../jobs/match-subject.js";
+import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "../../lib/job-payloads.js";
 import type { QueuedJob } from "../queued-job.js";
 import type { ReactionCheck } from "../reaction-checks.js";
 import { CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, distanceKm, isSuggested, scoreMatch } from "./score.js";
@@ -26,9 +26,11 @@ async function bestScoreOf(client: Queryable, foundSide: MatchSide): Promise<num
  * this side's suggestions that fell below it, and records a match_suggested
  * event for each pair suggested for the first time. A re-run (replay, PATCH,
  * new photo) updates scores and suggests nothing twice; a side that is closed
- * or moderated suggests nothing.
+ * or moderated suggests nothing. After a commit that suggested something it
+ * calls wakeRelay (lib/bus.ts relayWaker); without it, the relay's poll
+ * publishes the events.
  */
-export function createMatcher({ pool, logger }: { pool: Pool; logger: Logger }) {
+export function createMatcher({ pool, logger, wakeRelay }: { pool: Pool; logger: Logger; wakeRelay?: () => void }) {
   return async (ref: MatchSubjectRef): Promise<void> => {
     const started = performance.now();
     const outcome = await withTransaction(pool, async (client) => {
@@ -75,11 +77,12 @@ export function createMatcher({ pool, logger }: { pool: Pool; logger: Logger }) 
       await recordEventBatch(client, EventType.MatchSuggested, events);
       return { candidates: candidates.length, suggested: inserted.length };
     });
+    if (outcome.suggested > 0) wakeRelay?.();
     logger.info({ subject: ref, ...outcome, ms: Math.round(performance.now() - started) }, "matching: subject matched");
   };
 }
 
-type LostReportMatchJob = QueuedJob & { payload: { kind: "lost"; id: string } };
+type LostReportMatchJob = QueuedJob<typeof MATCH_SUBJECT_TASK> & { payload: { kind: "lost" } };
 
 const isLostReportMatch = (job: QueuedJob): job is LostReportMatchJob => job.task === MATCH_SUBJECT_TASK && job.payload.kind === "lost";
 

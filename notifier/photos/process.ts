@@ -11,6 +11,8 @@ export interface PhotoJobDeps {
   pool: Pool;
   storage: ObjectStorage;
   logger: Logger;
+  /** Called after a commit that recorded a photo event (lib/bus.ts relayWaker); without it, the relay's poll finds the event. */
+  wakeRelay?: () => void;
 }
 
 /** Which graphile-worker attempt this run is (counted from 1), and how many the job has. */
@@ -23,14 +25,16 @@ export interface Attempt {
 const GAVE_UP = (attempts: number) => `processing failed ${attempts} times (storage or server trouble); delete it and upload the photo again`;
 
 /** Permanent: marks a photo still processing failed, with its reason and event, in one transaction. */
-async function fail(pool: Pool, photo: store.JobPhoto, reason: string, logger: Logger): Promise<void> {
-  await withTransaction(pool, async (client) => {
+async function fail({ pool, logger, wakeRelay }: PhotoJobDeps, photo: store.JobPhoto, reason: string): Promise<void> {
+  const recorded = await withTransaction(pool, async (client) => {
     const current = await store.getPhoto(client, photo.id, true);
-    if (current?.status !== "processing") return;
+    if (current?.status !== "processing") return false;
     await store.markFailed(client, photo.id, reason);
     const { id: parentId, type: parentType } = photo.parent;
     await recordEvent(client, EventType.PhotoFailed, { photoId: photo.id, uploaderId: photo.uploaderId, parentType, parentId, reason: reason.slice(0, 500) }, logger);
+    return true;
   });
+  if (recorded) wakeRelay?.();
 }
 
 /**
@@ -59,7 +63,7 @@ async function storeVariants(deps: PhotoJobDeps, photo: store.JobPhoto, image: P
   const { thumb, display } = image.variants;
   const thumbKey = variantKeyFor(thumb.bytes);
   const displayKey = variantKeyFor(display.bytes);
-  return withTransaction(deps.pool, async (client) => {
+  const stored = await withTransaction(deps.pool, async (client) => {
     await lockObjectKeys(client, [thumbKey, displayKey]);
     const current = await store.getPhoto(client, photo.id, true);
     if (current?.status !== "processing") return false;
@@ -75,10 +79,12 @@ async function storeVariants(deps: PhotoJobDeps, photo: store.JobPhoto, image: P
     );
     return true;
   });
+  if (stored) deps.wakeRelay?.();
+  return stored;
 }
 
 /**
- * The photo_process job (jobs/photo-process.ts): decode the private original
+ * The photo__process job (jobs/photo-process.ts): decode the private original
  * (refusing past 40 MP before decoding pixels), auto-rotate, make the thumb
  * and display WebPs without metadata and the dHash, store them, mark the
  * photo ready, then delete the original. An image the service cannot use
@@ -98,7 +104,7 @@ export function createPhotoProcessor(deps: PhotoJobDeps) {
     try {
       const original = await storage.get(originalKey(photo.originalSha256));
       if (!original) {
-        await fail(pool, photo, "the uploaded original is missing from storage; upload the photo again", logger);
+        await fail(deps, photo, "the uploaded original is missing from storage; upload the photo again");
         return;
       }
       let image: ProcessedImage;
@@ -107,7 +113,7 @@ export function createPhotoProcessor(deps: PhotoJobDeps) {
       } catch (err) {
         if (!(err instanceof ImageRejected)) throw err;
         logger.info({ photoId, reason: err.reason }, "photos: image refused");
-        await fail(pool, photo, `${err.reason}: ${err.message}`, logger);
+        await fail(deps, photo, `${err.reason}: ${err.message}`);
         await releaseOriginal(pool, storage, photo);
         return;
       }
@@ -117,7 +123,7 @@ export function createPhotoProcessor(deps: PhotoJobDeps) {
     } catch (err) {
       if (attempt < maxAttempts) throw err;
       logger.error({ err, photoId, attempt }, "photos: processing failed on the last attempt");
-      await fail(pool, photo, GAVE_UP(attempt), logger);
+      await fail(deps, photo, GAVE_UP(attempt));
       await releaseOriginal(pool, storage, photo).catch((e: unknown) => logger.warn({ err: e, photoId }, "photos: original not released"));
     }
   };

@@ -1,6 +1,7 @@
 import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
-import { PHOTO_DELETE_TASK, photoDeleteTask } from "../../jobs/photo-delete.js";
-import { PHOTO_PROCESS_TASK, photoProcessTask } from "../../jobs/photo-process.js";
+import { PHOTO_DELETE_TASK, PHOTO_PROCESS_TASK } from "../../lib/job-payloads.js";
+import { photoDeleteTask } from "../../jobs/photo-delete.js";
+import { photoProcessTask } from "../../jobs/photo-process.js";
 import { createPhotoObjectDeleter } from "./delete.js";
 import { createPhotoProcessor, type PhotoJobDeps } from "./process.js";
 

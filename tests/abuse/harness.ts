@@ -228,8 +228,8 @@ export interface World {
   spareLostReportId: string;
   foundReportId: string;
   sightingId: string;
-  relayMessageId: string;
-  /** An open found report the matrix may resolve, so foundReportId stays open for relay messages. */
+  contactMessageId: string;
+  /** An open found report the matrix may resolve, so foundReportId stays open for contact messages. */
   spareFoundReportId: string;
   animalId: string;
   token: string;
@@ -311,7 +311,7 @@ export async function seedWorld(h: AbuseHarness): Promise<World> {
       payload: { lostReportId: lost.id, location: { lat: 48.857123, lon: 2.353456 }, seenAt: "2025-11-20T10:00:00Z", note: "near the bakery" },
     }),
   );
-  const relay = await created(
+  const contactMessage = await created(
     await h.call({
       method: "POST",
       url: `/v1/safety/lost-reports/${lost.id}/relay-message`,
@@ -383,7 +383,7 @@ export async function seedWorld(h: AbuseHarness): Promise<World> {
     foundReportId: found.id!,
     spareFoundReportId: spareFound.id!,
     sightingId: sighting.id!,
-    relayMessageId: relay.id!,
+    contactMessageId: contactMessage.id!,
     animalId: animal.id!,
     token: profile.token!,
     spareAnimalId: spareAnimal.id!,

@@ -105,7 +105,7 @@ const cases: Record<string, Case> = {
     const id = await openReport(fresh("inj-owner"));
     return {
       send: (body) => post(`/v1/safety/lost-reports/${id}/relay-message`, null, body),
-      // No API route reads a relay message back (its owner gets it as a notification): the stored row is compared.
+      // No API route reads a contact message back (its owner gets it as a notification): the stored row is compared.
       read: async (res) =>
         (await h.pool.query(`select message, from_contact as "fromContact" from safety_relay_message where id = $1::uuid`, [res.json().id])).rows[0],
     };

@@ -100,7 +100,7 @@ const mutations: Record<string, Mutation<unknown>> = {
     arrange: async (): Promise<string> => {
       const { rows } = await t.db.pool.query(
         `insert into outbox_event (type, payload, occurred_at) values ($1, '{}', now() - interval '1 hour') returning id`,
-        [EventType.RelayMessageReceived],
+        [EventType.ContactMessageReceived],
       );
       return rows[0].id;
     },

@@ -18,7 +18,7 @@ async function outboxRow(
   const { rows } = await t.db.pool.query(
     `insert into outbox_event (type, payload, occurred_at, requeue_count, published_at)
      values ($1, $2, now() - make_interval(secs => $3), $4, case when $5 then now() end) returning id`,
-    [EventType.RelayMessageReceived, payload, ageSeconds, extra.requeueCount ?? 0, extra.published ?? false],
+    [EventType.ContactMessageReceived, payload, ageSeconds, extra.requeueCount ?? 0, extra.published ?? false],
   );
   return rows[0].id;
 }
@@ -74,7 +74,7 @@ describe("GET /v1/admin/outbox/stuck lists unpublished rows older than olderThan
     expect(ids).not.toContain(published);
     expect(body.items.find((i: { id: string }) => i.id === old)).toEqual({
       id: old,
-      type: EventType.RelayMessageReceived,
+      type: EventType.ContactMessageReceived,
       occurredAt: expect.any(String),
       ageSeconds: expect.any(Number),
       requeueCount: 0,
@@ -125,15 +125,15 @@ describe("POST /v1/admin/outbox/{id}/requeue re-publishes through the relay's pa
 
     const copies = await streamCopiesOf(id);
     expect(copies).toHaveLength(1);
-    expect(copies[0]!.subject).toBe(EventType.RelayMessageReceived);
+    expect(copies[0]!.subject).toBe(EventType.ContactMessageReceived);
     // The bus gets the real payload; only the admin listing masks it.
-    expect(copies[0]!.body).toMatchObject({ id, type: EventType.RelayMessageReceived, data: { fromContact: "a@example.com" } });
+    expect(copies[0]!.body).toMatchObject({ id, type: EventType.ContactMessageReceived, data: { fromContact: "a@example.com" } });
 
     expect(await outboxState(id)).toMatchObject({ requeue_count: 1, published_at: expect.any(Date) });
     expect(await requeueAudits(id)).toEqual([
       {
         actor_id: "admin-ops",
-        metadata: { eventType: EventType.RelayMessageReceived, requeueCount: 1, published: true, flagged: false },
+        metadata: { eventType: EventType.ContactMessageReceived, requeueCount: 1, published: true, flagged: false },
       },
     ]);
   });
@@ -171,7 +171,7 @@ describe("POST /v1/admin/outbox/{id}/requeue re-publishes through the relay's pa
     expect(sixth.json()).toMatchObject({ type: expect.stringMatching(/\/requeue-limit-reached$/), status: 409 });
     expect(await outboxState(id)).toEqual(before);
     expect((await requeueAudits(id)).map((a) => a.metadata)).toEqual([
-      { eventType: EventType.RelayMessageReceived, requeueCount: 5, published: true, flagged: true },
+      { eventType: EventType.ContactMessageReceived, requeueCount: 5, published: true, flagged: true },
     ]);
     expect(await streamCopiesOf(id)).toHaveLength(1);
   });

@@ -1,15 +1,15 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fanoutJobKey } from "../../lib/alerts.js";
 import { withTransaction } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
+import { ALERTS_FANOUT_TASK } from "../../lib/job-payloads.js";
+import { enqueueMany, jobKey } from "../../lib/queue.js";
 import { startWorker } from "../../lib/worker.js";
 import { runDigest } from "../../notifier/alerts/digest.js";
 import { fanoutStartJob, requeueStalledFanouts, runFanoutBatch } from "../../notifier/alerts/fanout.js";
 import { coveringSubscriptionsSql } from "../../notifier/alerts/coverage.js";
 import { recordEvents } from "../../notifier/consumer.js";
-import { queueJobs } from "../../notifier/store.js";
-import { alertTasks } from "../../notifier/tasks.js";
+import { alertTasks } from "../../notifier/task-lists.js";
 import { admin } from "../helpers/app.js";
 import { eventually } from "../helpers/stream.js";
 import { call, createLostReport, freshActor, moderate, startHarness, type Harness } from "../safety/helpers.js";
@@ -42,6 +42,10 @@ async function reportWithSubscribers(n: number, at = offset(CITY, 0, 20 * ++plac
   return { reportId, reporter, subscribers, at };
 }
 
+/** The key the batch jobs of a fan-out share, and its start's. */
+const batchKey = (reportId: string, eventId: string) => jobKey(ALERTS_FANOUT_TASK, { reportId, eventId });
+const startKey = (reportId: string, eventId: string) => jobKey(ALERTS_FANOUT_TASK, { reportId, eventId, start: true });
+
 const ledger = async (reportId: string) =>
   (await h.db.pool.query(`select status, count(*)::int as n from alert_ledger where report_id = $1 group by 1 order by 1`, [reportId])).rows;
 
@@ -61,7 +65,7 @@ describe("a fan-out in batches", () => {
         await h.db.pool.query(
           `select j.payload->>'batch' as batch, j.priority, j.run_at = f.created_at as "byAge"
            from graphile_worker._private_jobs j, alert_fanout f where j.key = $1 and f.event_id = $2`,
-          [fanoutJobKey(reportId, fanout), fanout],
+          [batchKey(reportId, fanout), fanout],
         )
       ).rows[0];
     expect(await nextJob()).toEqual({ batch: "1", priority: 2, byAge: true });
@@ -79,7 +83,7 @@ describe("a fan-out in batches", () => {
     // In-app rows are the message itself: written sent. The email one got its delivery job, behind other notifications (priority 10).
     const { rows } = await h.db.pool.query(
       `select n.channel, n.status, n.attempts, n.sent_at is not null as "sentAt", count(j.id)::int as jobs, min(j.priority) as priority
-       from notification n left join graphile_worker.jobs j on j.key = 'notification_deliver:' || n.id
+       from notification n left join graphile_worker.jobs j on j.key = 'notification__deliver:' || n.id
        where n.kind = 'nearby_lost' and n.data->>'lostReportId' = $1
        group by 1, 2, 3, 4 order by 1`,
       [reportId],
@@ -186,7 +190,7 @@ describe("a worker that dies mid-batch", () => {
     const fanout = await startTestFanout(h.db.pool, reportId);
     // A dead worker holds batch 0's job (graphile-worker would keep it locked for hours) and the fan-out has not moved for 5 minutes.
     await h.db.pool.query(
-      `update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead-worker' where key like 'alerts_fanout:' || $1 || ':%'`,
+      `update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead-worker' where key like 'alerts__fanout:' || $1 || ':%'`,
       [reportId],
     );
     await h.db.pool.query(`update alert_fanout set updated_at = now() - interval '5 minutes' where event_id = $1`, [fanout]);
@@ -218,7 +222,7 @@ describe("the stall sweep and a fan-out waiting its turn", () => {
     // Batch 1's job waits behind a burst of other fan-outs: the fan-out has not moved for 5 minutes.
     await h.db.pool.query(`update alert_fanout set updated_at = now() - interval '5 minutes' where event_id = $1`, [fanout]);
     const job = async () =>
-      (await h.db.pool.query(`select id, run_at, attempts from graphile_worker._private_jobs where key = $1`, [fanoutJobKey(reportId, fanout)])).rows[0];
+      (await h.db.pool.query(`select id, run_at, attempts from graphile_worker._private_jobs where key = $1`, [batchKey(reportId, fanout)])).rows[0];
     const waiting = await job();
     expect(await requeueStalledFanouts(h.db.pool)).toBe(0);
     expect(await job()).toEqual(waiting);
@@ -235,11 +239,11 @@ describe("a start job held by a dead worker", () => {
     const eventId = crypto.randomUUID();
     // As the consumer queues it; then a worker takes it and dies before its transaction commits.
     await withTransaction(h.db.pool, (client) =>
-      queueJobs(client, [fanoutStartJob({ reportId, eventId, eventType: EventType.AnimalLostReported })]),
+      enqueueMany(client, [fanoutStartJob({ reportId, eventId, eventType: EventType.AnimalLostReported })]),
     );
     await h.db.pool.query(
       `update graphile_worker._private_jobs set locked_at = now() - interval '5 minutes', locked_by = 'dead-worker' where key = $1`,
-      [`${fanoutJobKey(reportId, eventId)}:start`],
+      [startKey(reportId, eventId)],
     );
     expect(await h.db.pool.query(`select 1 from alert_fanout where event_id = $1`, [eventId])).toMatchObject({ rowCount: 0 });
     expect(await requeueStalledFanouts(h.db.pool)).toBe(1);
@@ -413,9 +417,9 @@ describe("a fan-out start no subscription covers", () => {
     expect(await fanoutRow(h.db.pool, quiet.event.id)).toMatchObject({ status: "done", recipients: 0, notified: 0 });
     expect(await fanoutRow(h.db.pool, busy.event.id)).toBeUndefined();
     const queued = await h.db.pool.query(`select key from graphile_worker._private_jobs where key = any($1::text[]) order by key`, [
-      [quiet.jobs[0]!.jobKey, busy.jobs[0]!.jobKey],
+      [startKey(uncovered, quiet.event.id), startKey(covered, busy.event.id)],
     ]);
-    expect(queued.rows).toEqual([{ key: busy.jobs[0]!.jobKey }]);
+    expect(queued.rows).toEqual([{ key: startKey(covered, busy.event.id) }]);
     // A redelivered event records nothing twice.
     await recordEvents(h.db.pool, [quiet]);
     expect((await h.db.pool.query(`select count(*)::int as n from alert_fanout where report_id = $1`, [uncovered])).rows[0].n).toBe(1);

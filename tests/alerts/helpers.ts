@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { withTransaction } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
+import { enqueueMany } from "../../lib/queue.js";
 import { fanoutStartJob } from "../../notifier/alerts/fanout.js";
 import { insertFanout } from "../../notifier/alerts/store.js";
-import { queueJobs } from "../../notifier/store.js";
 
 /** Set-up shared by the alert test files: subscriptions and fan-outs straight in the database. */
 
@@ -38,7 +38,7 @@ export async function subscribe(db: pg.Pool, actorId: string, point: LatLon, rad
 export async function startTestFanout(pool: pg.Pool, reportId: string, eventId = randomUUID()): Promise<string> {
   const start = { reportId, eventId, eventType: EventType.AnimalLostReported };
   await withTransaction(pool, async (c) => {
-    await queueJobs(c, [fanoutStartJob(start)]);
+    await enqueueMany(c, [fanoutStartJob(start)]);
     await insertFanout(c, start);
   });
   return eventId;

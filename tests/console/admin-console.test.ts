@@ -61,7 +61,7 @@ async function stuckOutboxRow(requeueCount: number, payload: Record<string, unkn
   const { rows } = await db.pool.query(
     `insert into outbox_event (type, payload, occurred_at, requeue_count)
      values ($1, $2, now() - interval '1 hour', $3) returning id`,
-    [EventType.RelayMessageReceived, payload, requeueCount],
+    [EventType.ContactMessageReceived, payload, requeueCount],
   );
   return rows[0].id;
 }
@@ -70,7 +70,7 @@ async function notificationRow(status: string, channel: string, lastError: strin
   const { rows } = await db.pool.query(
     `insert into notification (recipient_actor_id, channel, status, attempts, last_error, source_event_id, event_type, kind, subject, body)
      values ($1, $2, $3, 3, $4, gen_random_uuid(), $5, 'relay_message', 'A message about your lost report', 'body') returning id`,
-    [recipient, channel, status, lastError, EventType.RelayMessageReceived],
+    [recipient, channel, status, lastError, EventType.ContactMessageReceived],
   );
   return rows[0].id;
 }

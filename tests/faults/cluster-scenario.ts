@@ -18,7 +18,7 @@ export interface ScenarioOptions {
   tag: string;
   /** Requests per second of the mixed load. */
   rate: number;
-  /** Reports the relay messages are spread over (at most 20 messages each a day). */
+  /** Reports the contact messages are spread over (at most 20 messages each a day). */
   reports: number;
   faults: Fault[];
   /** Load kept up after the last fault, so writes land on the recovered cluster and processes too. */
@@ -31,13 +31,13 @@ export interface ScenarioOptions {
 }
 
 export interface ScenarioCounts {
-  acknowledged: { creates: number; relayMessages: number };
+  acknowledged: { creates: number; contactMessages: number };
   unacknowledged: number;
   missingAcknowledged: number;
   outboxRows: number;
   stream: { messages: number; distinctMsgIds: number; distinctEventIds: number; msgIdMismatches: number; missingRows: number };
-  relayMessages: number;
-  notifications: { relayMessagesWithExactlyOne: number; relayMessagesWithNone: number; relayMessagesWithMore: number; wrongRecipient: number };
+  contactMessages: number;
+  notifications: { contactMessagesWithExactlyOne: number; contactMessagesWithNone: number; contactMessagesWithMore: number; wrongRecipient: number };
   processes: { killed: string[]; restarted: number; exitedOnTheirOwn: string[]; notReady: string[] };
   busEvents: { disconnects: number; reconnects: number; relayPublishFailures: number };
 }
@@ -75,7 +75,7 @@ export async function runClusterScenario(db: TestDatabase, cluster: NatsCluster,
     const liveApis = () => running.api.filter(alive).map(baseUrl);
     await cluster.waitForStreamCurrent(TEST_STREAM, 3);
 
-    // The owners whose reports receive relay messages, notified in-app (no SMTP in the tests).
+    // The owners whose reports receive contact messages, notified in-app (no SMTP in the tests).
     const reportIds: string[] = [];
     for (let i = 0; i < options.reports; i++) {
       const owner = `${options.tag}-owner-${i}`;
@@ -134,7 +134,7 @@ export async function runClusterScenario(db: TestDatabase, cluster: NatsCluster,
     const outcomes: MixedOutcome[] = await load.stop();
     log(`load stopped after ${outcomes.length} requests`);
 
-    // Drained: every outbox row published, every relay message notified (a killed
+    // Drained: every outbox row published, every contact message notified (a killed
     // notifier's unacked messages come back after the consumer's 30 s ack wait).
     await eventually(async () => {
       const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from outbox_event where published_at is null`);
@@ -148,11 +148,11 @@ export async function runClusterScenario(db: TestDatabase, cluster: NatsCluster,
       );
       return rows[0]!.n === 0 ? true : undefined;
     }, 120_000, 250);
-    log("every relay message notified");
+    log("every contact message notified");
 
     const ok = (kind: string, status: number) => outcomes.filter((o) => o.kind === kind && o.status === status && o.id);
     const creates = ok("create", 201).map((o) => o.id!);
-    const messages = ok("relay-message", 202).map((o) => o.id!);
+    const messages = ok("contact-message", 202).map((o) => o.id!);
     const { rows: found } = await db.pool.query<{ n: number }>(
       `select (select count(*) from safety_lost_report where id = any($1::uuid[]))::int
             + (select count(*) from safety_relay_message where id = any($2::uuid[]))::int as n`,
@@ -182,7 +182,7 @@ export async function runClusterScenario(db: TestDatabase, cluster: NatsCluster,
     const countLines = (msg: string) => all.reduce((n, p) => n + p.lines.filter((l) => l.msg === msg).length, 0);
 
     return {
-      acknowledged: { creates: creates.length, relayMessages: messages.length },
+      acknowledged: { creates: creates.length, contactMessages: messages.length },
       unacknowledged: outcomes.length - creates.length - messages.length,
       missingAcknowledged: creates.length + messages.length - found[0]!.n,
       outboxRows: outbox.length,
@@ -193,11 +193,11 @@ export async function runClusterScenario(db: TestDatabase, cluster: NatsCluster,
         msgIdMismatches: onStream.filter((m) => m.msgId !== m.body.id).length,
         missingRows: [...rowIds].filter((id) => !eventIds.has(id)).length,
       },
-      relayMessages: perMessage.length,
+      contactMessages: perMessage.length,
       notifications: {
-        relayMessagesWithExactlyOne: perMessage.filter((r) => r.n === 1).length,
-        relayMessagesWithNone: perMessage.filter((r) => r.n === 0).length,
-        relayMessagesWithMore: perMessage.filter((r) => r.n > 1).length,
+        contactMessagesWithExactlyOne: perMessage.filter((r) => r.n === 1).length,
+        contactMessagesWithNone: perMessage.filter((r) => r.n === 0).length,
+        contactMessagesWithMore: perMessage.filter((r) => r.n > 1).length,
         wrongRecipient: perMessage.reduce((n, r) => n + r.wrong, 0),
       },
       processes: { killed: [...killed].map((p) => `${p.name} ${p.child.pid}`), restarted, exitedOnTheirOwn, notReady },

@@ -15,7 +15,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe("fault: a three-node cluster, two of each process, under a mixed load of creates and relay messages", () => {
+describe("fault: a three-node cluster, two of each process, under a mixed load of creates and contact messages", () => {
   it("loses and doubles nothing when a NATS node, then the stream leader, then one api, relay and notifier are SIGKILLed", async () => {
     const counts = await runClusterScenario(db, cluster, {
       tag: "cluster-full",
@@ -28,7 +28,7 @@ describe("fault: a three-node cluster, two of each process, under a mixed load o
     });
     console.log(`[cluster] counts ${JSON.stringify(counts, null, 2)}`);
     expect(counts.acknowledged.creates).toBeGreaterThan(0);
-    expect(counts.acknowledged.relayMessages).toBeGreaterThan(0);
+    expect(counts.acknowledged.contactMessages).toBeGreaterThan(0);
     expect(counts.missingAcknowledged).toBe(0);
     expect(counts.stream).toEqual({
       messages: counts.outboxRows,
@@ -38,12 +38,12 @@ describe("fault: a three-node cluster, two of each process, under a mixed load o
       missingRows: 0,
     });
     expect(counts.notifications).toEqual({
-      relayMessagesWithExactlyOne: counts.relayMessages,
-      relayMessagesWithNone: 0,
-      relayMessagesWithMore: 0,
+      contactMessagesWithExactlyOne: counts.contactMessages,
+      contactMessagesWithNone: 0,
+      contactMessagesWithMore: 0,
       wrongRecipient: 0,
     });
-    expect(counts.relayMessages).toBeGreaterThanOrEqual(counts.acknowledged.relayMessages);
+    expect(counts.contactMessages).toBeGreaterThanOrEqual(counts.acknowledged.contactMessages);
     expect(counts.processes.killed).toHaveLength(3);
     expect(counts.processes.restarted).toBe(3);
     expect(counts.processes.exitedOnTheirOwn).toEqual([]);

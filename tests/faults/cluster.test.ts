@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 describe("fault: a NATS node of three is SIGKILLed under load, with two of each process", () => {
-  it("keeps every acknowledged write, puts every outbox row on the R3 stream once, and notifies each relay message once", async () => {
+  it("keeps every acknowledged write, puts every outbox row on the R3 stream once, and notifies each contact message once", async () => {
     const counts = await runClusterScenario(db, cluster, {
       tag: "cluster-fast",
       rate: 15,
@@ -31,7 +31,7 @@ describe("fault: a NATS node of three is SIGKILLed under load, with two of each 
     });
     console.log(`[cluster-fast] counts ${JSON.stringify(counts)}`);
     expect(counts.acknowledged.creates).toBeGreaterThan(0);
-    expect(counts.acknowledged.relayMessages).toBeGreaterThan(0);
+    expect(counts.acknowledged.contactMessages).toBeGreaterThan(0);
     expect(counts.missingAcknowledged).toBe(0);
     expect(counts.stream).toEqual({
       messages: counts.outboxRows,
@@ -41,9 +41,9 @@ describe("fault: a NATS node of three is SIGKILLed under load, with two of each 
       missingRows: 0,
     });
     expect(counts.notifications).toEqual({
-      relayMessagesWithExactlyOne: counts.relayMessages,
-      relayMessagesWithNone: 0,
-      relayMessagesWithMore: 0,
+      contactMessagesWithExactlyOne: counts.contactMessages,
+      contactMessagesWithNone: 0,
+      contactMessagesWithMore: 0,
       wrongRecipient: 0,
     });
     expect(counts.processes.exitedOnTheirOwn).toEqual([]);

@@ -19,7 +19,7 @@ describe(`fault: the notifier is killed with SIGKILL while consuming ${EVENTS} e
        select $1, jsonb_build_object('recipientActorId', 'owner-' || (n % 50), 'lostReportId', gen_random_uuid(),
          'relayMessageId', gen_random_uuid(), 'message', 'seen ' || n, 'fromContact', 'finder@example.org')
        from generate_series(1, $2::int) n`,
-      [EventType.RelayMessageReceived, EVENTS],
+      [EventType.ContactMessageReceived, EVENTS],
     );
     await h.stack.start("relay");
     await eventually(async () => ((await notifications()) > 0 ? true : undefined), 20_000, 5);

@@ -81,20 +81,20 @@ async function notifications(): Promise<number> {
   return rows[0].n;
 }
 
-async function insertRelayMessageEvents(count: number): Promise<void> {
+async function insertContactMessageEvents(count: number): Promise<void> {
   await pool.query(
     `insert into outbox_event (type, payload)
      select $1, jsonb_build_object('recipientActorId', 'owner-' || n, 'lostReportId', gen_random_uuid(),
        'relayMessageId', gen_random_uuid(), 'message', 'seen ' || n, 'fromContact', 'finder@example.org')
      from generate_series(1, $2::int) n`,
-    [EventType.RelayMessageReceived, count],
+    [EventType.ContactMessageReceived, count],
   );
 }
 
 describe("fault: Postgres restarts under load", () => {
   it("keeps every process's /healthz 200, turns /readyz 503 within 2.5 s, answers every write 201 or a fast 503 problem, and recovers with no restart, no half-written rows and a working notifier", async () => {
     // The notifier works before the outage, so "resumes" below compares like with like.
-    await insertRelayMessageEvents(5);
+    await insertContactMessageEvents(5);
     await eventually(async () => ((await notifications()) === 5 ? true : undefined), 20_000);
 
     const outcomes: Write[] = [];
@@ -209,7 +209,7 @@ describe("fault: Postgres restarts under load", () => {
     expect(rows[0].n).toBe(created);
 
     // The same notifier process (never restarted) consumes events published after the outage.
-    await insertRelayMessageEvents(5);
+    await insertContactMessageEvents(5);
     await eventually(async () => ((await notifications()) === 10 ? true : undefined), 30_000, 100);
     expect(notifier.child.exitCode).toBeNull();
     expect(notifier.child.pid).toBe(pids[2]);

@@ -8,13 +8,15 @@ const base = {
 };
 
 describe("configuration uses the spec's defaults", () => {
-  it("defaults API_ENV to production and the three listen addresses to :8080, :8081 and :8085", () => {
+  it("defaults each process's environment to production and the three listen addresses to :8080, :8081 and :8085", () => {
     const api = loadApiConfig({ ...base, API_ENV: "development" });
     expect(api.API_HTTP_ADDR).toEqual({ host: "127.0.0.1", port: 8080 });
     expect(api.NATS_STREAM).toBe("EVENTS");
     expect(api.AUTH_ROLES_CLAIM).toBe("roles");
     expect(loadRelayConfig(base).RELAY_HEALTH_ADDR).toEqual({ host: "0.0.0.0", port: 8081 });
-    expect(loadRelayConfig(base).API_ENV).toBe("production");
+    expect(loadApiConfig(production).API_ENV).toBe("production");
+    expect(loadRelayConfig(base).RELAY_ENV).toBe("production");
+    expect(loadNotifierConfig(production).NOTIFIER_ENV).toBe("production");
     // Outside development the notifier needs the photo bucket (tests/photos/config.test.ts).
     expect(loadNotifierConfig(production).NOTIFIER_HEALTH_ADDR).toEqual({ host: "0.0.0.0", port: 8085 });
   });
@@ -112,5 +114,49 @@ describe("the database tools (`api migrate`, operator tasks) parse their one set
     expect(loadDatabaseToolConfig({ DATABASE_URL: "postgres://x/y" }).DATABASE_URL).toBe("postgres://x/y");
     expect(() => loadDatabaseToolConfig({})).toThrow(expect.objectContaining({ setting: "DATABASE_URL", message: "DATABASE_URL: is required" }));
     expect(() => loadDatabaseToolConfig({ DATABASE_URL: " " })).toThrow(expect.objectContaining({ setting: "DATABASE_URL" }));
+  });
+});
+
+describe("each process has its own environment setting, and API_ENV stands in when it is unset", () => {
+  it("RELAY_ENV wins over API_ENV, either way round", () => {
+    const relay = loadRelayConfig({ ...base, API_ENV: "production", RELAY_ENV: "development" });
+    expect(relay.RELAY_ENV).toBe("development");
+    expect(relay.RELAY_HEALTH_ADDR).toEqual({ host: "127.0.0.1", port: 8081 });
+    const { RELAY_ENV, RELAY_HEALTH_ADDR } = loadRelayConfig({ ...base, API_ENV: "development", RELAY_ENV: "production" });
+    expect({ RELAY_ENV, RELAY_HEALTH_ADDR }).toEqual({ RELAY_ENV: "production", RELAY_HEALTH_ADDR: { host: "0.0.0.0", port: 8081 } });
+  });
+
+  it("NOTIFIER_ENV wins over API_ENV, and the rules go by it and name it", () => {
+    const { ALERT_UNSUBSCRIBE_SECRET: _secret, ...withoutSecret } = base;
+    const development = loadNotifierConfig({ ...withoutSecret, API_ENV: "production", NOTIFIER_ENV: "development" });
+    expect(development.NOTIFIER_ENV).toBe("development");
+    expect(development.NOTIFIER_HEALTH_ADDR).toEqual({ host: "127.0.0.1", port: 8085 });
+    const load = () => loadNotifierConfig({ ...base, API_ENV: "development", NOTIFIER_ENV: "test" });
+    expect(load).toThrow(
+      expect.objectContaining({ setting: "OBJECT_STORAGE_ENDPOINT", message: "OBJECT_STORAGE_ENDPOINT: is required when NOTIFIER_ENV=test" }),
+    );
+  });
+
+  it("API_ENV alone still configures all three, and the messages name it", () => {
+    const relay = loadRelayConfig({ ...base, API_ENV: "development" });
+    expect(relay.RELAY_ENV).toBe("development");
+    expect(relay.RELAY_HEALTH_ADDR).toEqual({ host: "127.0.0.1", port: 8081 });
+    expect(loadNotifierConfig({ ...base, API_ENV: "development" }).NOTIFIER_ENV).toBe("development");
+    expect(loadNotifierConfig(production).NOTIFIER_ENV).toBe("production");
+    const { OBJECT_STORAGE_ENDPOINT: _endpoint, ...withoutBucket } = production;
+    expect(() => loadNotifierConfig({ ...withoutBucket, API_ENV: "test" })).toThrow(
+      expect.objectContaining({ setting: "OBJECT_STORAGE_ENDPOINT", message: "OBJECT_STORAGE_ENDPOINT: is required when API_ENV=test" }),
+    );
+  });
+
+  it("the API reads only API_ENV", () => {
+    const load = () => loadApiConfig({ ...base, RELAY_ENV: "development", NOTIFIER_ENV: "development" });
+    expect(load).toThrow(expect.objectContaining({ setting: "AUTH_JWKS_URL", message: "AUTH_JWKS_URL: is required when API_ENV=production" }));
+  });
+
+  it("names a bad API_ENV as such when a process takes its environment from it", () => {
+    expect(() => loadRelayConfig({ ...base, API_ENV: "staging" })).toThrow(expect.objectContaining({ setting: "API_ENV" }));
+    expect(() => loadNotifierConfig({ ...base, API_ENV: "staging" })).toThrow(expect.objectContaining({ setting: "API_ENV" }));
+    expect(() => loadRelayConfig({ ...base, RELAY_ENV: "staging" })).toThrow(expect.objectContaining({ setting: "RELAY_ENV" }));
   });
 });

@@ -3,9 +3,6 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { assertMigrated } from "../../lib/migrate.js";
-import pino from "pino";
-import { createPool } from "../../lib/db.js";
-import { OUTBOX_WAKE_CHANNEL, WAKE_RELAY_BY_BUS } from "../../lib/outbox.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { eventually } from "../helpers/stream.js";
 
@@ -64,57 +61,31 @@ describe("audit_event is append-only, enforced by the database", () => {
   });
 });
 
-/** A connection listening where the outbox trigger notifies, and the channels it heard. */
-async function listenOnTheRelaysChannel(): Promise<{ listener: pg.Client; received: string[] }> {
-  const listener = new pg.Client({ connectionString: db.url });
-  await listener.connect();
-  const received: string[] = [];
-  listener.on("notification", (n) => received.push(n.channel));
-  await listener.query(`listen ${OUTBOX_WAKE_CHANNEL}`);
-  return { listener, received };
-}
+/** The channel the outbox trigger notified from migration 000010 until 000012 removed it. */
+const FORMER_WAKE_CHANNEL = "outbox_event_inserted";
 
-describe("an outbox insert wakes the relay on commit", () => {
-  it("notifies the relay's channel once per committing transaction, never for a rolled-back insert, and queues no job", async () => {
-    const { listener, received } = await listenOnTheRelaysChannel();
-    const client = await db.pool.connect();
+describe("an outbox insert wakes nobody from inside Postgres: writers wake the relay over the bus", () => {
+  it("commits an outbox row with no trigger, no notification on the former channel and no job", async () => {
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    const received: string[] = [];
+    listener.on("notification", (n) => received.push(n.channel));
+    await listener.query(`listen ${FORMER_WAKE_CHANNEL}`);
+    await listener.query(`listen outbox_probe`);
     try {
-      await client.query("begin");
-      await client.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1')`);
-      await client.query("rollback");
-      // Sent on commit, so a rollback has nothing in flight: a round trip on the listener settles it.
-      await listener.query("select 1");
-      expect(received).toEqual([]);
-
-      await client.query("begin");
-      await client.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1')`);
-      await client.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1')`);
-      await client.query("commit");
-      await eventually(async () => (received.length > 0 ? true : undefined), 5_000, 10);
-      await listener.query("select 1");
-      expect(received).toEqual([OUTBOX_WAKE_CHANNEL]);
-      const jobs = await client.query(`select count(*)::int as n from graphile_worker.jobs`);
-      expect(jobs.rows[0].n).toBe(0);
-    } finally {
-      client.release();
-      await listener.end();
-    }
-  });
-
-  it("does not notify from a connection that wakes the relay over the bus (the API's)", async () => {
-    const { listener, received } = await listenOnTheRelaysChannel();
-    const byBus = createPool({ connectionString: db.url, max: 1, applicationName: "api-test", logger: pino({ level: "silent" }), settings: WAKE_RELAY_BY_BUS });
-    try {
-      const inserted = await byBus.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1') returning id`);
+      await db.pool.query(`insert into outbox_event (type) values ('events.animal.lost_reported.v1')`);
       // Notifications arrive in commit order: once a later commit's has come, an earlier one would have.
-      await db.pool.query(`insert into outbox_event (type) values ('events.animal.found_reported.v1')`);
+      await db.pool.query(`select pg_notify('outbox_probe', '')`);
       await eventually(async () => (received.length > 0 ? true : undefined), 5_000, 10);
       await listener.query("select 1");
-      expect(received).toEqual([OUTBOX_WAKE_CHANNEL]);
-      const { rows } = await db.pool.query(`select count(*)::int as n from outbox_event where id = $1`, [inserted.rows[0].id]);
-      expect(rows[0].n).toBe(1);
+      expect(received).toEqual(["outbox_probe"]);
+      const { rows } = await db.pool.query(
+        `select (select count(*)::int from pg_trigger where tgrelid = 'outbox_event'::regclass and not tgisinternal) as triggers,
+                to_regproc('outbox_event__wake_relay') is null as "functionGone",
+                (select count(*)::int from graphile_worker.jobs) as jobs`,
+      );
+      expect(rows[0]).toEqual({ triggers: 0, functionGone: true, jobs: 0 });
     } finally {
-      await byBus.end();
       await listener.end();
     }
   });

@@ -74,7 +74,7 @@ describe("on a three-node JetStream cluster", () => {
     await ensureStream(nc, "EVENTS", { replicas: 1 });
     expect((await jsm.streams.info("EVENTS")).config.num_replicas).toBe(1);
     await jetstream(nc).publish(EventType.AnimalLostReported, "{}", { msgID: "scale-1" });
-    await ensureNotifierConsumer(nc, "EVENTS", "notifier", { filter_subject: EventType.RelayMessageReceived });
+    await ensureNotifierConsumer(nc, "EVENTS", "notifier", { filter_subject: EventType.ContactMessageReceived });
     await ensureStream(nc, "EVENTS", { replicas: 3 });
     const info = await jsm.streams.info("EVENTS");
     expect(info.config.num_replicas).toBe(3);

@@ -1,6 +1,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { OUTBOX_RELAY_TASK } from "../../jobs/outbox-relay.js";
+import { MAINTENANCE_PRUNE_TASK } from "../../jobs/maintenance-prune.js";
 import { createPool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { startWorker } from "../../lib/worker.js";
@@ -74,8 +74,9 @@ describe("a worker whose job completion fails goes on running jobs", () => {
   it("the relay process survives it: same pid, its jobs run again once completions work, and every row is published", async () => {
     const relay = await h.stack.start("relay");
     await refuseJobCompletion();
-    // The relay's job: commits wake it by notification, an operator (here the test) through the queue.
-    const queueRelayJob = () => h.db.pool.query(`select graphile_worker.add_job($1)`, [OUTBOX_RELAY_TASK]);
+    // One of the relay's jobs, queued by hand rather than by its hourly cron. The rows below
+    // announce themselves to nobody (no wake-up on the bus): the relay's poll publishes them.
+    const queueRelayJob = () => h.db.pool.query(`select graphile_worker.add_job($1)`, [MAINTENANCE_PRUNE_TASK]);
     try {
       await h.db.pool.query(
         `insert into outbox_event (type, payload) select $1, jsonb_build_object('n', n) from generate_series(1, 50) n`,
@@ -97,8 +98,8 @@ describe("a worker whose job completion fails goes on running jobs", () => {
       return rows[0]!.n === 0 ? true : undefined;
     }, 20_000);
     // The replaced runner takes new relay jobs and completes them (the refused one stays locked by the
-    // stopped pool until graphile-worker's lock timeout; the relay's heartbeat does not need it).
-    await eventually(async () => ((await jobsLeft(OUTBOX_RELAY_TASK, { unlocked: true })) === 0 ? true : undefined), 20_000);
+    // stopped pool until graphile-worker's lock timeout; the relay's poll does not need it).
+    await eventually(async () => ((await jobsLeft(MAINTENANCE_PRUNE_TASK, { unlocked: true })) === 0 ? true : undefined), 20_000);
     expect(relay.child.exitCode).toBeNull();
     expect(relay.lines.filter((l) => (l.level as number) >= 60)).toEqual([]);
   });

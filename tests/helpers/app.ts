@@ -4,7 +4,6 @@ import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
-import { WAKE_RELAY_BY_BUS } from "../../lib/outbox.js";
 import { loadApiConfig, type ApiConfig, type Env } from "../../lib/config.js";
 import { createPool, type Pool } from "../../lib/db.js";
 import { buildApp } from "../../api/app.js";
@@ -48,13 +47,12 @@ export async function buildTestApi(env: Env, options: { clock?: () => number } =
   const logger = pino({ level: config.LOG_LEVEL });
   const nc = await connectBus(config.NATS_URL, "api-test", logger);
   await ensureStream(nc, config.NATS_STREAM);
-  // As api/main.ts: the commits do not notify, the app wakes the relay over the bus.
+  // As api/main.ts: the app wakes the relay over the bus after each write.
   const pool = createPool({
     connectionString: config.DATABASE_URL,
     max: config.DATABASE_POOL_SIZE,
     applicationName: "api-test",
     logger,
-    settings: WAKE_RELAY_BY_BUS,
   });
   const app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, onRoute: checkPublicResponses, clock: options.clock });
   await app.ready();

@@ -1,11 +1,11 @@
 /**
  * An open-loop mixed load for the cluster fault cases: lost-report creates
- * and anonymous relay messages, alternating, spread over whichever API
+ * and anonymous contact messages, alternating, spread over whichever API
  * instances are up at the moment (what the proxy in front of them does).
  * Every outcome is kept, so a test can check that each acknowledged write exists.
  */
 
-export type WriteKind = "create" | "relay-message";
+export type WriteKind = "create" | "contact-message";
 
 export interface MixedOutcome {
   kind: WriteKind;
@@ -49,7 +49,7 @@ export async function createReport(baseUrl: string, actor: string): Promise<{ st
   );
 }
 
-export async function sendRelayMessage(baseUrl: string, reportId: string): Promise<{ status: number; id?: string }> {
+export async function sendContactMessage(baseUrl: string, reportId: string): Promise<{ status: number; id?: string }> {
   const n = nextClient();
   return post(
     `${baseUrl}/v1/safety/lost-reports/${reportId}/relay-message`,
@@ -61,10 +61,10 @@ export async function sendRelayMessage(baseUrl: string, reportId: string): Promi
 export interface MixedLoadOptions {
   /** Base URLs of the API instances that are up right now; read before every request. */
   apis: () => string[];
-  /** Reports the relay messages go to, round robin (a report takes at most 20 a day). */
+  /** Reports the contact messages go to, round robin (a report takes at most 20 a day). */
   reportIds: string[];
   tag: string;
-  /** Requests per second, half creates and half relay messages. */
+  /** Requests per second, half creates and half contact messages. */
   rate: number;
 }
 
@@ -84,7 +84,7 @@ export function startMixedLoad(options: MixedLoadOptions): { stop: () => Promise
         pending.push(createReport(baseUrl, `${options.tag}-${i}`).then((o) => ({ kind: "create", ...o })));
       } else {
         const reportId = options.reportIds[((i - 1) / 2) % options.reportIds.length]!;
-        pending.push(sendRelayMessage(baseUrl, reportId).then((o) => ({ kind: "relay-message", ...o })));
+        pending.push(sendContactMessage(baseUrl, reportId).then((o) => ({ kind: "contact-message", ...o })));
       }
     }
   })();

@@ -11,9 +11,10 @@ import { notificationHandlers } from "../../notifier/handlers.js";
 import { createMatcher } from "../../notifier/matching/matcher.js";
 import { startPhotoWorker } from "../../notifier/photos/worker.js";
 import { eventReactions } from "../../notifier/reactions.js";
-import { MATCH_SUBJECT_TASK, matchSubjectTask } from "../../jobs/match-subject.js";
+import { matchSubjectTask } from "../../jobs/match-subject.js";
+import { MATCH_SUBJECT_TASK } from "../../lib/job-payloads.js";
 import { OutboxRelay } from "../../relay/outbox-relay.js";
-import { alertTasks } from "../../notifier/tasks.js";
+import { alertTasks } from "../../notifier/task-lists.js";
 import { startDeliveryWorker } from "../notifier/support.js";
 import { TEST_STREAM } from "./app.js";
 

@@ -84,7 +84,7 @@ const settled = () =>
   eventually(async () => {
     const { rows } = await h.db.pool.query(
       `select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-       where t.identifier = 'match_subject'`,
+       where t.identifier = 'match__subject'`,
     );
     const { rows: outbox } = await h.db.pool.query(`select count(*)::int as n from outbox_event where published_at is null`);
     return rows[0].n === 0 && outbox[0].n === 0 ? true : undefined;

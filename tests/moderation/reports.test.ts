@@ -31,7 +31,7 @@ describe("POST /v1/moderation/reports lets any authenticated actor report conten
     ]);
   });
 
-  it("accepts found reports, sightings and relay messages as targets", async () => {
+  it("accepts found reports, sightings and contact messages as targets", async () => {
     const actor = freshActor("reporter");
     const found = await createFoundReport(h.api, freshActor());
     const lost = await createLostReport(h.api, freshActor());
@@ -41,12 +41,12 @@ describe("POST /v1/moderation/reports lets any authenticated actor report conten
       headers: as(freshActor()),
       payload: { lostReportId: lost, location: { lat: 1, lon: 1 }, seenAt: "2025-01-01T00:00:00Z" },
     })).json().id;
-    const relay = (await call(h.api, {
+    const contactMessage = (await call(h.api, {
       method: "POST",
       url: `/v1/safety/lost-reports/${lost}/relay-message`,
       payload: { message: "send money", fromContact: "x@y.z" },
     })).json().id;
-    for (const [targetType, targetId] of [["found_report", found], ["sighting", sighting], ["relay_message", relay]]) {
+    for (const [targetType, targetId] of [["found_report", found], ["sighting", sighting], ["relay_message", contactMessage]]) {
       expect((await fileReport(actor, { targetType, targetId, reason: "spam" })).statusCode).toBe(201);
     }
     expect(await reportsBy(actor)).toBe(3);

@@ -52,7 +52,7 @@ const relay = (path: string, id: string, message: string) =>
     payload: { message, fromContact: "finder@example.org" },
   });
 
-describe("relay messages reach the reporter of a lost or a found report", () => {
+describe("contact messages reach the reporter of a lost or a found report", () => {
   it("a lost report's owner reads the message in the app, with the report id to follow", async () => {
     const owner = freshActor("owner");
     const reportId = await createLostReport(h.api, owner);

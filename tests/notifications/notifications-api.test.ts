@@ -34,7 +34,7 @@ async function seed(s: Seed): Promise<string> {
     channel: s.channel ?? "email",
     sourceEventId: s.sourceEventId ?? randomUUID(),
     sourceKey: s.sourceKey ?? `relay_message:${randomUUID()}`,
-    eventType: EventType.RelayMessageReceived,
+    eventType: EventType.ContactMessageReceived,
     kind: "relay_message",
     data: {},
     subject: "Someone sent a message about your lost animal",
@@ -289,7 +289,7 @@ describe("replay re-attempts through the same delivery job and is audited", () =
     await smtp?.close();
   });
 
-  it("queues notification_deliver, answers pending, writes admin.notification.replayed, and the email is then sent", async () => {
+  it("queues notification__deliver, answers pending, writes admin.notification.replayed, and the email is then sent", async () => {
     await api.pool.query(`insert into notification_preference (actor_id, email) values ('replay-ok', 'ok@example.org')`);
     const id = await seed({ recipient: "replay-ok", status: "dead_letter", lastError: "ESOCKET: connect ECONNREFUSED 127.0.0.1:25" });
 

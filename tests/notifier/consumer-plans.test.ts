@@ -2,11 +2,11 @@ import { randomUUID } from "node:crypto";
 import type { PoolClient } from "pg";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ALERTS_FANOUT_TASK } from "../../lib/alerts.js";
-import { MATCH_SUBJECT_TASK } from "../../jobs/match-subject.js";
-import { uncoveredFanoutCheck } from "../../notifier/alerts/fanout.js";
+import { MATCH_SUBJECT_TASK } from "../../lib/job-payloads.js";
+import { fanoutStartJob, uncoveredFanoutCheck } from "../../notifier/alerts/fanout.js";
 import { createConsumerPool } from "../../notifier/consumer.js";
 import { idleMatchCheck } from "../../notifier/matching/matcher.js";
+import type { QueuedJob } from "../../notifier/queued-job.js";
 import { withoutIdleReactions } from "../../notifier/reaction-checks.js";
 import { EventType } from "../../lib/events.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
@@ -26,15 +26,11 @@ afterAll(async () => {
 });
 
 /** A new lost report's two reaction jobs, as the consumer queues them. */
-function lostReportJobs() {
+function lostReportJobs(): QueuedJob[] {
   const reportId = randomUUID();
   return [
-    {
-      task: ALERTS_FANOUT_TASK,
-      payload: { fanoutId: randomUUID(), batch: 0, reportId, eventType: EventType.AnimalLostReported },
-      jobKey: `fanout:${reportId}`,
-    },
-    { task: MATCH_SUBJECT_TASK, payload: { kind: "lost", id: reportId }, jobKey: `match:${reportId}` },
+    fanoutStartJob({ reportId, eventId: randomUUID(), eventType: EventType.AnimalLostReported }),
+    { task: MATCH_SUBJECT_TASK, payload: { kind: "lost", id: reportId } },
   ];
 }
 

@@ -19,7 +19,7 @@ import {
   maxRowsPerSourceEvent,
   notificationsFor,
   publishEnvelope,
-  relayEnvelope,
+  contactMessageEnvelope,
   setPreference,
 } from "./support.js";
 
@@ -75,7 +75,7 @@ describe("the notifier consumes through a durable consumer named notifier with e
   });
 
   it("ensuring the consumer again at start leaves its position and config intact", async () => {
-    const envelope = relayEnvelope("owner-ensure");
+    const envelope = contactMessageEnvelope("owner-ensure");
     await publishEnvelope(nc, envelope);
     await eventually(async () => ((await notificationsFor(pool, [envelope.id])).length === 1 ? true : undefined));
     await drained("notifier");
@@ -92,7 +92,7 @@ describe("the notifier consumes through a durable consumer named notifier with e
 describe("each event becomes one notification per recipient and channel, committed before the ack: in_app written sent, email with its delivery job", () => {
   it("writes in_app only for a recipient who wants no email, with the event id as source_event_id, already sent and with no delivery job", async () => {
     await setPreference(pool, "owner-inapp", "in_app");
-    const envelope = relayEnvelope("owner-inapp");
+    const envelope = contactMessageEnvelope("owner-inapp");
     await publishEnvelope(nc, envelope);
     const [row] = await eventually(async () => {
       const rows = await notificationsFor(pool, [envelope.id]);
@@ -105,7 +105,7 @@ describe("each event becomes one notification per recipient and channel, committ
   });
 
   it("writes in_app only when the recipient never chose anything (no address), so nothing dead-letters", async () => {
-    const envelope = relayEnvelope("owner-default");
+    const envelope = contactMessageEnvelope("owner-default");
     await publishEnvelope(nc, envelope);
     const rows = await eventually(async () => {
       const found = await notificationsFor(pool, [envelope.id]);
@@ -118,7 +118,7 @@ describe("each event becomes one notification per recipient and channel, committ
 
   it("writes in_app (sent) and email (pending, with its delivery job) when the recipient set an address", async () => {
     await setPreference(pool, "owner-both", "email", "owner@example.org");
-    const envelope = relayEnvelope("owner-both");
+    const envelope = contactMessageEnvelope("owner-both");
     await publishEnvelope(nc, envelope);
     const rows = await eventually(async () => {
       const found = await notificationsFor(pool, [envelope.id]);
@@ -137,7 +137,7 @@ describe("each event becomes one notification per recipient and channel, committ
     await pool.query(
       `insert into notification_preference (actor_id, email, email_kinds) values ('owner-some', 'some@example.org', '{sighting}')`,
     );
-    const envelope = relayEnvelope("owner-some");
+    const envelope = contactMessageEnvelope("owner-some");
     await publishEnvelope(nc, envelope);
     await drained("notifier");
     const rows = await notificationsFor(pool, [envelope.id]);
@@ -152,7 +152,7 @@ describe("each event becomes one notification per recipient and channel, committ
         return new;
       end $$;
       create trigger reject_poison before insert on notification for each row execute function reject_poison();`);
-    const envelope = relayEnvelope("owner-poison");
+    const envelope = contactMessageEnvelope("owner-poison");
     try {
       await publishEnvelope(nc, envelope);
       await eventually(async () => ((await consumerInfo(nc, "notifier")).num_redelivered > 0 ? true : undefined));
@@ -168,7 +168,7 @@ describe("each event becomes one notification per recipient and channel, committ
 describe("redelivery of an event never gives a second notification", () => {
   it("the same event delivered three times (past the stream's duplicate window) leaves one row per channel and one delivery job", async () => {
     await setPreference(pool, "owner-redelivered", "email", "redelivered@example.org");
-    const envelope = relayEnvelope("owner-redelivered");
+    const envelope = contactMessageEnvelope("owner-redelivered");
     await publishEnvelope(nc, envelope);
     await publishEnvelope(nc, envelope, `${envelope.id}-again`);
     await publishEnvelope(nc, envelope, `${envelope.id}-third`);
@@ -183,7 +183,7 @@ describe("redelivery of an event never gives a second notification", () => {
 
 describe("a crash between commit and ack never gives a second notification", () => {
   it("a message whose row was already committed (the ack was lost) is acked with no new row and no new job", async () => {
-    const envelope = relayEnvelope("owner-crash");
+    const envelope = contactMessageEnvelope("owner-crash");
     // The committed half of a delivery whose notifier died before acking.
     const id = await insertNotification(pool, {
       recipientActorId: "owner-crash",
@@ -191,7 +191,7 @@ describe("a crash between commit and ack never gives a second notification", () 
       subject: "s",
       body: "b",
       sourceEventId: envelope.id,
-      eventType: EventType.RelayMessageReceived,
+      eventType: EventType.ContactMessageReceived,
       kind: "relay_message",
       data: {},
       channel: "in_app",
@@ -206,11 +206,11 @@ describe("a crash between commit and ack never gives a second notification", () 
 
 describe("messages that can never succeed are terminated, not redelivered for ever", () => {
   it("terminates a body that is not an event envelope and an event whose data has no recipient, and keeps consuming", async () => {
-    await nc.publish(EventType.RelayMessageReceived, "not json");
-    const invalid = relayEnvelope("owner-invalid");
+    await nc.publish(EventType.ContactMessageReceived, "not json");
+    const invalid = contactMessageEnvelope("owner-invalid");
     delete (invalid.data as Record<string, unknown>).recipientActorId;
     await publishEnvelope(nc, invalid);
-    const valid = relayEnvelope("owner-after-poison");
+    const valid = contactMessageEnvelope("owner-after-poison");
     await publishEnvelope(nc, valid);
     await drained("notifier");
     expect(await notificationsFor(pool, [invalid.id])).toHaveLength(0);
@@ -238,8 +238,8 @@ describe("on NATS before 2.10 a registry of several types widens the filter to e
     expect(nc.info?.version).toMatch(/^2\.9\./);
     expect((await consumerInfo(nc, "notifier-wide")).config.filter_subject).toBe("events.>");
 
-    const unregistered = { ...relayEnvelope("owner-wide"), type: EventType.AnimalLostReported };
-    const registered = { ...relayEnvelope("owner-wide"), type: EventType.SightingReported, data: sightingData("owner-wide") };
+    const unregistered = { ...contactMessageEnvelope("owner-wide"), type: EventType.AnimalLostReported };
+    const registered = { ...contactMessageEnvelope("owner-wide"), type: EventType.SightingReported, data: sightingData("owner-wide") };
     await publishEnvelope(nc, unregistered);
     await publishEnvelope(nc, registered);
     await drained("notifier-wide");
@@ -251,8 +251,8 @@ describe("on NATS before 2.10 a registry of several types widens the filter to e
 describe("adding a handler to the registry widens an existing consumer's filter at the next start", () => {
   it("updates the durable consumer's filter in place, keeping its position", async () => {
     const name = "notifier-upgrade";
-    const relayOnly: HandlerRegistry = { [EventType.RelayMessageReceived]: notificationHandlers[EventType.RelayMessageReceived] };
-    const narrow = new NotificationConsumer({ nc, pool, logger, stream: TEST_STREAM, name, registry: relayOnly, concurrency: 1 });
+    const contactMessagesOnly: HandlerRegistry = { [EventType.ContactMessageReceived]: notificationHandlers[EventType.ContactMessageReceived] };
+    const narrow = new NotificationConsumer({ nc, pool, logger, stream: TEST_STREAM, name, registry: contactMessagesOnly, concurrency: 1 });
     await narrow.ensure();
     const before = await consumerInfo(nc, name);
     const wide = new NotificationConsumer({
@@ -261,12 +261,12 @@ describe("adding a handler to the registry widens an existing consumer's filter 
       logger,
       stream: TEST_STREAM,
       name,
-      registry: { ...relayOnly, [EventType.SightingReported]: sightingHandler },
+      registry: { ...contactMessagesOnly, [EventType.SightingReported]: sightingHandler },
       concurrency: 1,
     });
     await wide.ensure();
     const after = await consumerInfo(nc, name);
-    expect(before.config.filter_subject).toBe(EventType.RelayMessageReceived);
+    expect(before.config.filter_subject).toBe(EventType.ContactMessageReceived);
     expect(after.config.filter_subject).toBe("events.>");
     expect(after.created).toBe(before.created);
   });

@@ -5,12 +5,14 @@ import { backoffMs, BACKOFF_CAP_MS, DELIVERY_ATTEMPTS } from "../../notifier/del
 import { createPool, withTransaction, type Pool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { buildDeliverers } from "../../notifier/deliverers/index.js";
-import { enqueueDelivery, reasonCategory, type Channel } from "../../lib/notifications.js";
+import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
+import { reasonCategory, type Channel } from "../../lib/notifications.js";
+import { enqueue } from "../../lib/queue.js";
 import { insertNotification, requeueStalledDeliveries } from "../../notifier/store.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { freePort } from "../helpers/nats.js";
 import { eventually } from "../helpers/stream.js";
-import { deliveryJobsFor, relayEnvelope, setPreference, startDeliveryWorker, type NotificationRow } from "./support.js";
+import { deliveryJobsFor, contactMessageEnvelope, setPreference, startDeliveryWorker, type NotificationRow } from "./support.js";
 import { SmtpReply, startSmtpServer, type TestSmtpServer } from "./smtp.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
 
@@ -27,7 +29,7 @@ async function startWorkerWith(smtpUrl?: string): Promise<void> {
 
 /** A notification as the consumer creates it: the row and its job, in one transaction. */
 async function createNotification(recipient: string, channel: Channel, message = "Seen near the bakery"): Promise<string> {
-  const event = relayEnvelope(recipient);
+  const event = contactMessageEnvelope(recipient);
   (event.data as { message: string }).message = message;
   return withTransaction(pool, async (client) => {
     const id = await insertNotification(client, {
@@ -36,12 +38,12 @@ async function createNotification(recipient: string, channel: Channel, message =
       subject: "Someone sent a message about your lost animal",
       body: message,
       sourceEventId: event.id,
-      eventType: EventType.RelayMessageReceived,
+      eventType: EventType.ContactMessageReceived,
       kind: "relay_message",
       data: {},
       channel,
     });
-    await enqueueDelivery(client, id!);
+    await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id! });
     return id!;
   });
 }
@@ -98,7 +100,7 @@ describe("email with no deliverer configured dead-letters at once", () => {
 });
 
 describe("with SMTP_URL set, a real SMTP deliverer sends the email", () => {
-  it("delivers the relay message to the recipient's address and marks it sent", async () => {
+  it("delivers the contact message to the recipient's address and marks it sent", async () => {
     smtp = await startSmtpServer();
     await startWorkerWith(smtp.url);
     await setPreference(pool, "owner-mail", "email", "owner@example.org");
@@ -216,7 +218,7 @@ describe("one notification is never delivered twice at once", () => {
     await eventually(async () => (smtp!.rcptAttempts.length === 1 ? true : undefined));
 
     // The first job is locked by the worker, so this adds a second one, which runs now.
-    await enqueueDelivery(pool, id);
+    await enqueue(pool, NOTIFICATION_DELIVER_TASK, { notificationId: id });
     await eventually(async () => ((await deliveryJobsFor(pool, id)) === 1 ? true : undefined));
     release();
     const done = await settled(id);

@@ -13,8 +13,8 @@ import {
   maxRowsPerSourceEvent,
   notificationsFor,
   publishEnvelope,
-  relayEnvelope,
-  relayMessageData,
+  contactMessageEnvelope,
+  contactMessageData,
   setPreference,
   startNotifier,
 } from "./support.js";
@@ -68,7 +68,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe("end to end: a relay-message event reaches a notification row through the relay, NATS and the notifier", () => {
+describe("end to end: a contact message event reaches a notification row through the relay, NATS and the notifier", () => {
   it("in_app is always sent; the email of a recipient with an address dead-letters when SMTP is unset", async () => {
     await relay();
     await notifier();
@@ -79,8 +79,8 @@ describe("end to end: a relay-message event reaches a notification row through t
     let committedAt = 0;
     try {
       await client.query("begin");
-      const inApp = await recordEvent(client, EventType.RelayMessageReceived, relayMessageData("e2e-inapp", "Found your dog!"));
-      const email = await recordEvent(client, EventType.RelayMessageReceived, relayMessageData("e2e-email"));
+      const inApp = await recordEvent(client, EventType.ContactMessageReceived, contactMessageData("e2e-inapp", "Found your dog!"));
+      const email = await recordEvent(client, EventType.ContactMessageReceived, contactMessageData("e2e-email"));
       await client.query("commit");
       committedAt = Date.now();
       ids = [inApp.id, email.id];
@@ -128,11 +128,11 @@ describe("the notifier survives a NATS restart and resumes consuming without los
     await bus.server.stop();
     const queued: string[] = [];
     for (let i = 0; i < 10; i++) {
-      queued.push((await recordEvent(db.pool, EventType.RelayMessageReceived, relayMessageData(`restart-${i}`))).id);
+      queued.push((await recordEvent(db.pool, EventType.ContactMessageReceived, contactMessageData(`restart-${i}`))).id);
     }
     await bus.server.start();
     await allHaveOneRow(queued);
-    const after = relayEnvelope("restart-after");
+    const after = contactMessageEnvelope("restart-after");
     await eventually(async () => {
       await publishEnvelope(nc, after);
       return true;
@@ -146,7 +146,7 @@ describe("the notifier rides out a NATS restart in the middle of consuming a bac
   it("the same process resumes after nats-server is stopped mid-backlog and started again on its port and store, with one row per event", async () => {
     if (!bus.server) return expect.fail("this test needs its own nats-server");
     await stopNotifiers();
-    const events = Array.from({ length: 1000 }, (_, i) => relayEnvelope(`midway-${i}`));
+    const events = Array.from({ length: 1000 }, (_, i) => contactMessageEnvelope(`midway-${i}`));
     const ids = events.map((e) => e.id);
     await Promise.all(events.map((e) => publishEnvelope(nc, e)));
     // One message at a time, so the backlog is still being consumed when the server goes away.
@@ -163,7 +163,7 @@ describe("the notifier rides out a NATS restart in the middle of consuming a bac
     await consumer.waitForLog((l) => l.msg === "bus: reconnect");
 
     // Events published after the restart are consumed too, not only the backlog.
-    const later = Array.from({ length: 10 }, (_, i) => relayEnvelope(`midway-later-${i}`));
+    const later = Array.from({ length: 10 }, (_, i) => contactMessageEnvelope(`midway-later-${i}`));
     await eventually(async () => {
       await Promise.all(later.map((e) => publishEnvelope(nc, e)));
       return true;
@@ -187,7 +187,7 @@ describe("two notifier processes consuming at once never create a second row for
     // Only these two consume, so their logs account for every event.
     await stopNotifiers();
     const pair = [await notifier(), await notifier()];
-    const events = Array.from({ length: 200 }, (_, i) => relayEnvelope(`pair-${i}`));
+    const events = Array.from({ length: 200 }, (_, i) => contactMessageEnvelope(`pair-${i}`));
     const ids = events.map((e) => e.id);
     await Promise.all(events.flatMap((e) => [publishEnvelope(nc, e), publishEnvelope(nc, e, `${e.id}-dup`)]));
     await allHaveOneRow(ids);
@@ -211,7 +211,7 @@ describe("a notifier killed with SIGKILL mid-stream loses nothing and duplicates
   it("a new notifier finishes the backlog with exactly one row per event", async () => {
     await stopNotifiers();
     // The backlog is on the stream before the victim starts, so it is still busy when killed.
-    const events = Array.from({ length: 5000 }, (_, i) => relayEnvelope(`kill-${i}`));
+    const events = Array.from({ length: 5000 }, (_, i) => contactMessageEnvelope(`kill-${i}`));
     const ids = events.map((e) => e.id);
     await Promise.all(events.map((e) => publishEnvelope(nc, e)));
     // One message at a time, so the victim is still mid-backlog when the first row lets the test kill it.

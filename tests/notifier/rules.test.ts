@@ -6,7 +6,7 @@ import { describeSmtpFailure } from "../../notifier/deliverers/email.js";
 import { InvalidEventError } from "../../lib/events.js";
 import { draftNotifications, handledSubjects, notificationHandlers } from "../../notifier/handlers.js";
 import { reasonCategory } from "../../lib/notifications.js";
-import { relayEnvelope } from "./support.js";
+import { contactMessageEnvelope } from "./support.js";
 
 describe("reasonCategory is derived from last_error", () => {
   it.each([
@@ -51,23 +51,23 @@ describe("delivery retries: 3 attempts, exponential backoff capped at 2 s", () =
 describe("the consumer's subject filter is derived from the handler registry", () => {
   it("the registry's subjects are the filter: one subject alone, several as filter_subjects on 2.10+", () => {
     const subjects = handledSubjects(notificationHandlers);
-    expect(subjects).toContain(EventType.RelayMessageReceived);
+    expect(subjects).toContain(EventType.ContactMessageReceived);
     expect(subjects).toContain(EventType.SightingReported);
-    expect(planFilter([EventType.RelayMessageReceived], "2.9.25")).toEqual({
-      filter: { filter_subject: EventType.RelayMessageReceived },
+    expect(planFilter([EventType.ContactMessageReceived], "2.9.25")).toEqual({
+      filter: { filter_subject: EventType.ContactMessageReceived },
       skipsUnhandled: false,
     });
     expect(planFilter(subjects, "2.10.0")).toEqual({ filter: { filter_subjects: subjects }, skipsUnhandled: false });
   });
 
   it("several subjects use filter_subjects on NATS 2.10 and later", () => {
-    const subjects = [EventType.RelayMessageReceived, EventType.SightingReported];
+    const subjects = [EventType.ContactMessageReceived, EventType.SightingReported];
     expect(planFilter(subjects, "2.10.0")).toEqual({ filter: { filter_subjects: subjects }, skipsUnhandled: false });
     expect(planFilter(subjects, "2.11.4")).toEqual({ filter: { filter_subjects: subjects }, skipsUnhandled: false });
   });
 
   it("several subjects on NATS before 2.10 widen to events.> and skip unhandled types", () => {
-    const subjects = [EventType.RelayMessageReceived, EventType.SightingReported];
+    const subjects = [EventType.ContactMessageReceived, EventType.SightingReported];
     expect(planFilter(subjects, "2.9.25")).toEqual({ filter: { filter_subject: "events.>" }, skipsUnhandled: true });
     expect(planFilter(subjects, undefined)).toEqual({ filter: { filter_subject: "events.>" }, skipsUnhandled: true });
   });
@@ -80,9 +80,9 @@ describe("the consumer's subject filter is derived from the handler registry", (
   });
 });
 
-describe("the relay-message handler builds the recipient's notification", () => {
-  it("addresses the report owner, keys it by the relay message and includes the message and the unverified contact", () => {
-    const event = relayEnvelope("owner-1");
+describe("the contact message handler builds the recipient's notification", () => {
+  it("addresses the report owner, keys it by the contact message and includes the message and the unverified contact", () => {
+    const event = contactMessageEnvelope("owner-1");
     const [draft, ...more] = draftNotifications(notificationHandlers, event)!;
     const data = event.data;
     expect(more).toHaveLength(0);
@@ -96,7 +96,7 @@ describe("the relay-message handler builds the recipient's notification", () => 
   });
 
   it("refuses data without a recipient as an invalid event", () => {
-    const event = relayEnvelope("owner-1");
+    const event = contactMessageEnvelope("owner-1");
     delete (event.data as Record<string, unknown>).recipientActorId;
     expect(() => draftNotifications(notificationHandlers, event)).toThrow(InvalidEventError);
   });

@@ -7,15 +7,16 @@ import type { Env } from "../../lib/config.js";
 import type { Pool, Queryable } from "../../lib/db.js";
 import { EventType, type EventEnvelope } from "../../lib/events.js";
 import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
-import { NOTIFICATION_DELIVER_TASK, notificationDeliverTask } from "../../jobs/notification-deliver.js";
+import { notificationDeliverTask } from "../../jobs/notification-deliver.js";
+import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
 import { createDelivery } from "../../notifier/delivery.js";
 import type { Deliverers } from "../../notifier/deliverers/types.js";
 import { devEnv, TEST_STREAM } from "../helpers/app.js";
 import { freePort } from "../helpers/nats.js";
 import { ServiceProcess } from "../helpers/processes.js";
 
-/** The data the relay-message endpoint puts on its outbox event. */
-export function relayMessageData(recipientActorId: string, message = "I think I saw your dog near the park") {
+/** The data the contact message route puts on its outbox event. */
+export function contactMessageData(recipientActorId: string, message = "I think I saw your dog near the park") {
   return {
     recipientActorId,
     lostReportId: randomUUID(),
@@ -25,8 +26,8 @@ export function relayMessageData(recipientActorId: string, message = "I think I 
   };
 }
 
-export function relayEnvelope(recipientActorId: string, data = relayMessageData(recipientActorId)): EventEnvelope<typeof EventType.RelayMessageReceived> {
-  return { id: randomUUID(), type: EventType.RelayMessageReceived, occurredAt: new Date().toISOString(), data };
+export function contactMessageEnvelope(recipientActorId: string, data = contactMessageData(recipientActorId)): EventEnvelope<typeof EventType.ContactMessageReceived> {
+  return { id: randomUUID(), type: EventType.ContactMessageReceived, occurredAt: new Date().toISOString(), data };
 }
 
 /**

@@ -123,7 +123,7 @@ describe("Prometheus alerting rules", () => {
       metricNames(`histogram_quantile(0.95, sum by (le) (rate(http_request_duration_seconds_bucket{route!~".+/photos"}[5m]))) > 0.5`),
     ).toEqual(["http_request_duration_seconds_bucket"]);
     expect(metricNames(`max by (channel) (delta(notifications{status="dead_letter"}[15m])) > 10`)).toEqual(["notifications"]);
-    expect(metricNames(`up{job="relay"} == 0 and on (instance) relay_wake_up_listening`)).toEqual(["up", "relay_wake_up_listening"]);
+    expect(metricNames(`up{job="relay"} == 0 and on (instance) relay_published_total`)).toEqual(["up", "relay_published_total"]);
     const renamed = "relay_publish_failure_total";
     expect(sourceTexts().some((source) => source.includes(`"${renamed}"`))).toBe(false);
   });

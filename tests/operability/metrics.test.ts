@@ -8,7 +8,7 @@ import { freePort } from "../helpers/nats.js";
 import { useTestApi } from "../helpers/harness.js";
 import { ServiceProcess } from "../helpers/processes.js";
 import { eventually } from "../helpers/stream.js";
-import { consumerInfo, publishEnvelope, relayEnvelope, setPreference, startNotifier } from "../notifier/support.js";
+import { consumerInfo, publishEnvelope, contactMessageEnvelope, setPreference, startNotifier } from "../notifier/support.js";
 
 const h = useTestApi();
 
@@ -133,7 +133,7 @@ describe("the notifier exposes consumer lag and worker queue depth, and keeps se
     // A long-running migration-like lock: reads go on, the notifier's inserts wait.
     const locker = new pg.Client({ connectionString: h.db.url });
     await locker.connect();
-    const events = Array.from({ length: 20 }, () => relayEnvelope(actor));
+    const events = Array.from({ length: 20 }, () => contactMessageEnvelope(actor));
     try {
       await locker.query("begin");
       await locker.query("lock table notification in exclusive mode");

@@ -6,7 +6,7 @@ import { freePort, startTestBus, waitForPort, type TestBus } from "../helpers/na
 import { ServiceProcess } from "../helpers/processes.js";
 import { connect } from "@nats-io/transport-node";
 import { eventually, readStream } from "../helpers/stream.js";
-import { notificationsFor, publishEnvelope, relayEnvelope, setPreference, startNotifier } from "../notifier/support.js";
+import { notificationsFor, publishEnvelope, contactMessageEnvelope, setPreference, startNotifier } from "../notifier/support.js";
 import { startSmtpServer } from "../notifier/smtp.js";
 
 let db: TestDatabase;
@@ -114,7 +114,7 @@ describe("SIGTERM stops intake, finishes in-flight work and exits 0 within 10 s"
     };
     let second: ServiceProcess | null = null;
     try {
-      const events = Array.from({ length: 8 }, (_, i) => relayEnvelope(`shutdown-mail-${i}`));
+      const events = Array.from({ length: 8 }, (_, i) => contactMessageEnvelope(`shutdown-mail-${i}`));
       for (let i = 0; i < events.length; i++) await setPreference(db.pool, `shutdown-mail-${i}`, "email", `owner${i}@example.org`);
       const ids = events.map((e) => e.id);
       const first = await startNotifier(db.url, bus.url, env);

@@ -13,7 +13,7 @@ import { phoneJpeg, untilStatus, upload } from "./support.js";
 /**
  * Photos take part in matching: the matcher reads the ready photos' dHashes
  * of both sides, and a photo becoming ready re-runs matching for its report
- * (events.photo.ready.v1 → match_subject job), through the real relay,
+ * (events.photo.ready.v1 → match__subject job), through the real relay,
  * consumer, photo jobs and matcher.
  */
 let h: Harness;
@@ -56,7 +56,7 @@ const settled = () =>
   eventually(async () => {
     const { rows } = await h.db.pool.query(
       `select (select count(*)::int from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-               where t.identifier = 'match_subject' or t.identifier like 'photo%') as jobs,
+               where t.identifier = 'match__subject' or t.identifier like 'photo%') as jobs,
               (select count(*)::int from outbox_event where published_at is null) as unpublished`,
     );
     return rows[0].jobs === 0 && rows[0].unpublished === 0 ? true : undefined;

@@ -9,7 +9,7 @@ import { expect } from "vitest";
 import type { Pool, Queryable } from "../../lib/db.js";
 import type { ObjectStorage } from "../../lib/storage/index.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
-import { PHOTO_PROCESS_MAX_ATTEMPTS } from "../../lib/photos.js";
+import { PHOTO_PROCESS_TASK, QUEUED_TASKS } from "../../lib/job-payloads.js";
 import { createPhotoObjectDeleter } from "../../notifier/photos/delete.js";
 import { createPhotoProcessor } from "../../notifier/photos/process.js";
 import { startPhotoWorker } from "../../notifier/photos/worker.js";
@@ -149,7 +149,7 @@ export function expectProblemOf(res: LightMyRequestResponse, status: number, slu
 export function photoJobsNow(pool: () => Pool, storage: ObjectStorage) {
   const deps = () => ({ pool: pool(), storage, logger: pino({ level: "silent" }) });
   return {
-    process: (id: string, attempt = 1) => createPhotoProcessor(deps())(id, { attempt, maxAttempts: PHOTO_PROCESS_MAX_ATTEMPTS }),
+    process: (id: string, attempt = 1) => createPhotoProcessor(deps())(id, { attempt, maxAttempts: QUEUED_TASKS[PHOTO_PROCESS_TASK].maxAttempts }),
     deleteObjects: (id: string) => createPhotoObjectDeleter(deps())(id),
   };
 }

@@ -263,7 +263,7 @@ describe("delete: the uploader or an admin; the objects go by an idempotent job"
     expect((await get(`/v1/photos/${id}`, as(owner))).json().status).toBe("deleted");
     const { rows: jobs } = await h.db.pool.query(
       `select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-       where t.identifier = 'photo_delete_objects' and j.payload->>'photoId' = $1`,
+       where t.identifier = 'photo__delete_objects' and j.payload->>'photoId' = $1`,
       [id],
     );
     expect(jobs[0].n).toBe(1);

@@ -6,7 +6,7 @@ import { as } from "../helpers/app.js";
 import { call, count, createLostReport, expectProblem, freshActor, lostReportBody, startHarness, type Harness } from "../safety/helpers.js";
 import { animalWithTag } from "../tag/helpers.js";
 
-// The API's commits do not notify the relay (WAKE_RELAY_BY_BUS); it publishes a wake-up on the bus instead.
+// Nothing in Postgres wakes the relay: the API publishes a wake-up on the bus after each write.
 let h: Harness;
 let wakeUps: Subscription;
 let received = 0;

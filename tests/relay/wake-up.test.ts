@@ -1,85 +1,156 @@
-import { describe, expect, it } from "vitest";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
-import { sampleValue, scrape } from "../helpers/exposition.js";
+import { TEST_STREAM } from "../helpers/app.js";
 import { useTestStack } from "../helpers/harness.js";
-import { createLostReport } from "../helpers/stack.js";
+import { canStartNatsServer, TestNatsServer } from "../helpers/nats-server.js";
 import type { ServiceProcess } from "../helpers/processes.js";
+import { createLostReport } from "../helpers/stack.js";
 import { eventually } from "../helpers/stream.js";
 
-// The relay's poll at a minute: only the commit's notification can publish a row within seconds.
-const h = useTestStack({ RELAY_POLL_INTERVAL_MS: "60000" });
+/**
+ * The relay is woken one way: a writer publishes on `outbox.wake` after its
+ * commit (the API, the notifier's jobs). Its poll is the safety net. With the
+ * poll a minute away, only a wake-up can publish a row within seconds.
+ */
+const POLL_MS = 60_000;
+const h = useTestStack({ RELAY_POLL_INTERVAL_MS: String(POLL_MS) });
 
-async function insertEvent(): Promise<string> {
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+let otherBus: TestNatsServer | null = null;
+beforeAll(async () => {
+  nc = await connect({ servers: h.bus.url });
+  jsm = await jetstreamManager(nc);
+});
+afterAll(async () => {
+  await nc?.close();
+  // The processes on it stop first (the stack's own afterAll runs after this one).
+  await h.stack?.stopAll();
+  await otherBus?.dispose();
+});
+
+interface Published {
+  id: string;
+  /** When the stream stored the event. */
+  storedAt: number;
+  /** From the outbox row's occurred_at (its transaction's start) to the stream's store time. */
+  ms: number;
+}
+
+/** Waits for the outbox row of `type` whose payload has `key` = `value` to be published; times it against the stream. */
+async function published(type: EventType, key: string, value: string, timeoutMs: number): Promise<Published> {
+  const row = await eventually(async () => {
+    const { rows } = await h.db.pool.query<{ id: string; occurredAt: Date }>(
+      `select id, occurred_at as "occurredAt" from outbox_event where type = $1 and payload->>$2 = $3 and published_at is not null`,
+      [type, key, value],
+    );
+    return rows[0];
+  }, timeoutMs, 20);
+  const stored = await jsm.streams.getMessage(TEST_STREAM, { last_by_subj: type });
+  expect(stored?.header.get("Nats-Msg-Id")).toBe(row.id);
+  return { id: row.id, storedAt: stored!.time.getTime(), ms: stored!.time.getTime() - row.occurredAt.getTime() };
+}
+
+/** An outbox row committed as an operator task commits one: with no wake-up. */
+async function insertQuietly(): Promise<string> {
   const { rows } = await h.db.pool.query<{ id: string }>(`insert into outbox_event (type) values ($1) returning id`, [EventType.AnimalLostReported]);
   return rows[0]!.id;
 }
 
-/** The relay's wake-up gauges from its /metrics (on its health port). */
-async function wakeUpMetrics(relay: ServiceProcess): Promise<{ listening?: number; lost?: number }> {
-  const { text } = await scrape((relay as ServiceProcess & { port: number }).port);
-  return { listening: sampleValue(text, "relay_wake_up_listening"), lost: sampleValue(text, "relay_wake_up_connections_lost_total") };
+async function isPublished(id: string): Promise<boolean> {
+  const { rows } = await h.db.pool.query(`select 1 from outbox_event where id = $1 and published_at is not null`, [id]);
+  return rows.length === 1;
 }
 
-async function publishedWithin(id: string, timeoutMs: number): Promise<void> {
-  await eventually(async () => {
-    const { rows } = await h.db.pool.query(`select 1 from outbox_event where id = $1 and published_at is not null`, [id]);
-    return rows.length === 1 ? true : undefined;
-  }, timeoutMs, 20);
+let forwardedFor = 0;
+async function post(path: string, actor: string, body: object): Promise<string> {
+  forwardedFor += 1;
+  const res = await fetch(`${h.stack.baseUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-debug-actor": actor, "x-forwarded-for": `10.8.0.${forwardedFor}` },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  expect(res.status, text).toBe(201);
+  return (JSON.parse(text) as { id: string }).id;
 }
 
-describe("an API write wakes the relay over the bus", () => {
-  it("publishes a report the API created, whose commit sent no notification, while the relay's poll is a minute away", async () => {
-    const relay = await h.stack.start("relay");
-    await relay.waitForLog((l) => l.msg === "relay: listening for outbox wake-ups");
+/** Stops a process and takes it off the stack's list. */
+async function retire(process: ServiceProcess): Promise<void> {
+  await process.stop();
+  h.stack.processes.splice(h.stack.processes.indexOf(process), 1);
+}
+
+let relay: ServiceProcess;
+
+describe("writers wake the relay over the bus after their commits", () => {
+  it("leaves a row committed without a wake-up for the poll, and publishes a report the API created well within it", async () => {
+    relay = await h.stack.start("relay");
+    await relay.waitForLog((l) => l.msg === "relay: started");
+    // Started after the relay's first drain, which finds the outbox empty.
     await h.stack.start("api");
+    // Committed with no wake-up, as an operator task commits: nothing in Postgres wakes the relay.
+    const quiet = await insertQuietly();
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await isPublished(quiet)).toBe(false);
+
     const created = await createLostReport(h.stack.baseUrl, "bus-wake");
     expect(created.status).toBe(201);
-    await eventually(async () => {
-      const { rows } = await h.db.pool.query(
-        `select 1 from outbox_event where type = $1 and payload->>'reportId' = $2 and published_at is not null`,
-        [EventType.AnimalLostReported, created.id],
-      );
-      return rows.length === 1 ? true : undefined;
-    }, 5_000, 20);
-    // The notification path is idle: the API's connections do not notify (tests/foundation/migrations.test.ts).
-    expect(await wakeUpMetrics(relay)).toEqual({ listening: 1, lost: 0 });
-    await relay.stop();
-    h.stack.processes.splice(h.stack.processes.indexOf(relay), 1);
+    const { ms } = await published(EventType.AnimalLostReported, "reportId", created.id!, 5_000);
+    console.log(`commit→stream, an API write woken over the bus: ${ms} ms (poll ${POLL_MS} ms)`);
+    expect(ms).toBeLessThan(3_000);
+    // The drain the API's wake-up started took the quiet row along.
+    expect(await isPublished(quiet)).toBe(true);
+  });
+
+  it("publishes a match suggestion the notifier's matching job recorded, woken by the notifier", async () => {
+    const notifier = await h.stack.start("notifier");
+    await notifier.waitForLog((l) => l.msg === "notifier: started");
+    const day = 86_400_000;
+    const at = { lat: 43.3, lon: -1.9 };
+    const beagle = { species: "dog", breed: "Beagle", colors: ["brown", "white"], sex: "male", distinguishingMarks: "notch in the left ear" };
+    const lostId = await post("/v1/safety/lost-reports", "wake-owner", {
+      animal: { name: "Rex", ...beagle },
+      lastSeenAt: new Date(Date.now() - 3 * day).toISOString(),
+      location: at,
+      description: "red collar",
+    });
+    // The found report's event reaches the notifier through the relay (woken by the API); its
+    // matching job commits the suggestion afterwards, and only the notifier's wake-up announces it.
+    await post("/v1/safety/found-reports", "wake-finder", {
+      animal: { ...beagle, breed: "beagle", colors: ["tan", "white"] },
+      foundAt: new Date(Date.now() - 2 * day).toISOString(),
+      location: { lat: at.lat + 1 / 111, lon: at.lon },
+      description: "friendly, notched ear",
+    });
+    const { storedAt } = await published(EventType.MatchSuggested, "lostReportId", lostId, 10_000);
+    // The job logs this line right after its commit and its wake-up.
+    const matched = await notifier.waitForLog((l) => l.msg === "matching: subject matched" && (l.suggested as number) > 0);
+    const ms = storedAt - (matched.time as number);
+    console.log(`commit→stream, a match suggestion the notifier recorded: ${ms} ms after the job's log line (poll ${POLL_MS} ms)`);
+    expect(ms).toBeLessThan(3_000);
+    await retire(notifier);
   });
 });
 
-describe("a commit wakes the relay through the outbox's notification", () => {
-  it("publishes a committed row within seconds while the relay's poll is a minute away", async () => {
-    const relay = await h.stack.start("relay");
-    await relay.waitForLog((l) => l.msg === "relay: listening for outbox wake-ups");
-    expect(await wakeUpMetrics(relay)).toEqual({ listening: 1, lost: 0 });
-    const startedAt = Date.now();
-    await publishedWithin(await insertEvent(), 5_000);
-    expect(Date.now() - startedAt).toBeLessThan(5_000);
-    // No job carried it: the trigger queues none.
-    const { rows } = await h.db.pool.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'outbox_relay'`);
-    expect(rows[0].n).toBe(0);
-  });
-
-  it("reconnects when its listening connection is cut, and publishes what was committed while it was away", async () => {
-    const relay = h.stack.processes.find((p) => p.name === "relay")!;
-    const listening = () => relay.lines.filter((l) => l.msg === "relay: listening for outbox wake-ups").length;
-    const before = listening();
-    const { rows: cut } = await h.db.pool.query(
-      `select pg_terminate_backend(pid) as done from pg_stat_activity where datname = current_database() and application_name = 'relay-wake-up'`,
-    );
-    expect(cut).toEqual([{ done: true }]);
-    await relay.waitForLog((l) => l.msg === "relay: wake-up listener lost its connection; reconnecting", 5_000);
-    // Its first reconnect comes 500 ms after the loss.
-    expect(await wakeUpMetrics(relay)).toEqual({ listening: 0, lost: 1 });
-    // Committed while nothing listens: no notification reaches the relay for it, only the
-    // wake-up that ends the reconnect (its first attempt comes 500 ms after the loss).
-    const missed = await insertEvent();
-    await publishedWithin(missed, 10_000);
-    expect(listening()).toBe(before + 1);
-    expect(await wakeUpMetrics(relay)).toEqual({ listening: 1, lost: 1 });
-    // And the new connection carries the next commit's wake-up.
-    await publishedWithin(await insertEvent(), 5_000);
+describe("the relay's poll publishes what no wake-up announced", () => {
+  it.skipIf(!canStartNatsServer())("publishes, on its next poll, a write whose wake-up was lost (no relay on its writer's bus)", async () => {
+    await retire(relay);
+    relay = await h.stack.start("relay", { RELAY_POLL_INTERVAL_MS: "1000" });
+    // An API on a bus of its own: its wake-ups reach no relay.
+    otherBus = await TestNatsServer.start();
+    await h.stack.start("api", { NATS_URL: otherBus.url });
+    await relay.waitForLog((l) => l.msg === "relay: started");
+    const created = await createLostReport(h.stack.baseUrl, "lost-wake");
+    expect(created.status).toBe(201);
+    const { ms } = await published(EventType.AnimalLostReported, "reportId", created.id!, 5_000);
+    console.log(`commit→stream, an API write whose wake-up was lost: ${ms} ms (poll 1000 ms)`);
+    expect(ms).toBeLessThan(3_000);
+    // And a row committed with no wake-up at all, as an operator task commits one.
+    const quiet = await insertQuietly();
+    await eventually(async () => ((await isPublished(quiet)) ? true : undefined), 3_000, 20);
     expect(relay.child.exitCode).toBeNull();
   });
 });

@@ -1,5 +1,6 @@
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { expect } from "vitest";
+import type { ModerationTargetType } from "../../lib/moderation.js";
 import { buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";
@@ -87,7 +88,7 @@ export const createFoundReport = (api: TestApi, actor: string, overrides: Record
 /** What an admin's quarantine or remove action leaves behind (that endpoint belongs to the admin module). */
 export async function moderate(
   db: TestDatabase,
-  targetType: "lost_report" | "found_report" | "sighting" | "relay_message" | "photo",
+  targetType: ModerationTargetType,
   targetId: string,
   state: "quarantined" | "removed" = "quarantined",
 ): Promise<void> {

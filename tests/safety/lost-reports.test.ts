@@ -311,7 +311,7 @@ describe.each(kinds)("the reporter resolves a $kind report as reunited or closed
   });
 });
 
-describe("lost reports, found reports and relay messages have no soft-delete", () => {
+describe("lost reports, found reports and contact messages have no soft-delete", () => {
   it("has no deleted/archived column on those tables", async () => {
     const { rows } = await h.db.pool.query(
       `select table_name, column_name from information_schema.columns

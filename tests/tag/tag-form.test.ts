@@ -16,16 +16,16 @@ afterAll(async () => {
 });
 
 const html = (text: string) => escapeHtml(text);
-const relayEvents = async (animalId: string) =>
+const contactMessageEvents = async (animalId: string) =>
   (
     await h.db.pool.query(`select payload from outbox_event where type = $1 and payload->>'animalId' = $2 order by occurred_at`, [
-      EventType.RelayMessageReceived,
+      EventType.ContactMessageReceived,
       animalId,
     ])
   ).rows.map((r) => r.payload);
 
-describe("the form relays a message to the owner without JavaScript and ends on a thank-you page", () => {
-  it("relays to the owner when no lost report is open: the message row names the animal", async () => {
+describe("the form sends the owner a contact message without JavaScript and ends on a thank-you page", () => {
+  it("sends to the owner when no lost report is open: the message row names the animal", async () => {
     const owner = freshActor("owner");
     const { animalId, token } = await animalWithTag(h.api, owner);
     const res = await postTagForm(h.api, token, { message: "Found him by the lake", fromContact: "+33 6 00 00 00 01" }, { headers: { "accept-language": "es" } });
@@ -38,20 +38,20 @@ describe("the form relays a message to the owner without JavaScript and ends on 
       [animalId],
     );
     expect(rows).toEqual([{ animal_id: animalId, lost_report_id: null, found_report_id: null, message: "Found him by the lake", from_contact: "+33 6 00 00 00 01" }]);
-    const [event] = await relayEvents(animalId);
+    const [event] = await contactMessageEvents(animalId);
     expect(event).toMatchObject({ recipientActorId: owner, animalId, message: "Found him by the lake" });
     expect(event.lostReportId).toBeUndefined();
     expect(event.location).toBeUndefined();
   });
 
-  it("relays to the animal's open lost report, with the animal to follow", async () => {
+  it("sends to the animal's open lost report, with the animal to follow", async () => {
     const owner = freshActor("owner");
     const { animalId, token } = await animalWithTag(h.api, owner);
     const reportId = await reportAnimalLost(h.api, owner, animalId);
     expect((await postTagForm(h.api, token, { message: "He is safe with me", fromContact: "jo@example.org" })).statusCode).toBe(200);
     const { rows } = await h.db.pool.query(`select lost_report_id, animal_id from safety_relay_message where lost_report_id = $1`, [reportId]);
     expect(rows).toEqual([{ lost_report_id: reportId, animal_id: null }]);
-    expect((await relayEvents(animalId))[0]).toMatchObject({ recipientActorId: owner, lostReportId: reportId, animalId });
+    expect((await contactMessageEvents(animalId))[0]).toMatchObject({ recipientActorId: owner, lostReportId: reportId, animalId });
   });
 
   it("keeps only the shared location's ~1 km cell, on the message's event and on the finder's scan", async () => {
@@ -69,7 +69,7 @@ describe("the form relays a message to the owner without JavaScript and ends on 
     });
     expect(res.statusCode, res.body).toBe(200);
     const cell = coarsen(precise);
-    expect((await relayEvents(animalId))[0].location).toEqual(cell);
+    expect((await contactMessageEvents(animalId))[0].location).toEqual(cell);
     const scans = await call(h.api, { url: `/v1/animals/${animalId}/scans`, headers: as(owner) });
     expect(scans.json().items).toEqual([{ id: scanId, scannedAt: expect.any(String), location: { ...cell, precisionMeters: 1000 } }]);
     // The precise point is stored nowhere: not on the scan, the message or any event.
@@ -89,7 +89,7 @@ describe("the form relays a message to the owner without JavaScript and ends on 
       const res = await postTagForm(h.api, token, { message: "x", fromContact: "y", lat: lat!, lon: lon!, scan: otherScan });
       expect(res.statusCode, `${lat},${lon}`).toBe(200);
     }
-    expect((await relayEvents(animalId)).map((e) => e.location)).toEqual([undefined, undefined, undefined, undefined]);
+    expect((await contactMessageEvents(animalId)).map((e) => e.location)).toEqual([undefined, undefined, undefined, undefined]);
     const located = await postTagForm(h.api, token, { message: "x", fromContact: "y", lat: "48.85", lon: "2.35", scan: otherScan });
     expect(located.statusCode).toBe(200);
     expect(await count(h.db, `select 1 from animal_scan where coarse_location is not null and animal_id = $1`, [other.animalId])).toBe(0);
@@ -146,7 +146,7 @@ describe("a bad form post gets the page again with the error shown, and sends no
   });
 });
 
-describe("the form goes through the API's relay limits", () => {
+describe("the form goes through the API's contact message limits", () => {
   it("refuses a sixth message in an hour from one address with a 429 page", async () => {
     const { animalId, token } = await animalWithTag(h.api, freshActor("owner"));
     const ip = freshIp();

@@ -91,15 +91,15 @@ describe("cancel-lost-report --execute cancels, audits with the ticket id and em
 describe("clean-worker-jobs lists permanently failed jobs and deletes them only with --execute, audited", () => {
   it("lists without deleting, then deletes and writes operator.worker_jobs_cleaned", async () => {
     await db.pool.query(`delete from graphile_worker._private_jobs`);
-    const failed = await db.pool.query(`select id from graphile_worker.add_job('notification_deliver', '{}'::json, max_attempts := 1)`);
-    await db.pool.query(`select graphile_worker.add_job('notification_deliver', '{}'::json, max_attempts := 3)`);
+    const failed = await db.pool.query(`select id from graphile_worker.add_job('notification__deliver', '{}'::json, max_attempts := 1)`);
+    await db.pool.query(`select graphile_worker.add_job('notification__deliver', '{}'::json, max_attempts := 3)`);
     await db.pool.query(
       `update graphile_worker._private_jobs set attempts = max_attempts, last_error = 'boom', updated_at = now() - interval '2 days'
        where id = $1`,
       [failed.rows[0].id],
     );
     const dry = await runTask("clean-worker-jobs.ts", ["--operator", "op-1"]);
-    expect(dry.out).toMatchObject({ dryRun: true, finishedJobs: 1, byTask: { notification_deliver: 1 } });
+    expect(dry.out).toMatchObject({ dryRun: true, finishedJobs: 1, byTask: { notification__deliver: 1 } });
     const stillThere = await db.pool.query(`select count(*)::int as n from graphile_worker.jobs`);
     expect(stillThere.rows[0].n).toBe(2);
 
@@ -108,6 +108,6 @@ describe("clean-worker-jobs lists permanently failed jobs and deletes them only 
     const left = await db.pool.query(`select max_attempts from graphile_worker.jobs`);
     expect(left.rows).toEqual([{ max_attempts: 3 }]);
     const audit = await db.pool.query(`select actor_id, metadata from audit_event where action = 'operator.worker_jobs_cleaned'`);
-    expect(audit.rows).toEqual([{ actor_id: "op-1", metadata: { deleted: 1, byTask: { notification_deliver: 1 }, olderThanHours: 24 } }]);
+    expect(audit.rows).toEqual([{ actor_id: "op-1", metadata: { deleted: 1, byTask: { notification__deliver: 1 }, olderThanHours: 24 } }]);
   });
 });

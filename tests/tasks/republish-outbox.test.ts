@@ -11,9 +11,9 @@ import { eventually, readStream } from "../helpers/stream.js";
 
 const exec = promisify(execFile);
 const h = useTestStack();
-const RELAY_EVENTS = 20;
+const CONTACT_MESSAGE_EVENTS = 20;
 const OTHER_EVENTS = 10;
-const TOTAL = RELAY_EVENTS + OTHER_EVENTS;
+const TOTAL = CONTACT_MESSAGE_EVENTS + OTHER_EVENTS;
 
 let nc: NatsConnection;
 let jsm: JetStreamManager;
@@ -35,24 +35,24 @@ async function republish(...extra: string[]): Promise<{ code: number; out: Recor
 const count = async (sql: string) => (await h.db.pool.query<{ n: number }>(sql)).rows[0]!.n;
 
 /**
- * Relay events the notifier has handled so far, whatever the outcome: waiting on
+ * Contact message events the notifier has handled so far, whatever the outcome: waiting on
  * these (not on "duplicate" outcomes) lets a second notification show up as a
  * failed count instead of a timeout.
  */
-const relayEventsHandled = () =>
-  notifier.lines.filter((l) => l.msg === "notifier: event handled" && l.type === EventType.RelayMessageReceived).length;
+const contactMessageEventsHandled = () =>
+  notifier.lines.filter((l) => l.msg === "notifier: event handled" && l.type === EventType.ContactMessageReceived).length;
 
 beforeAll(async () => {
   await h.db.pool.query(
     `insert into notification_preference (actor_id, email_kinds) select 'republish-owner-' || n, '{}' from generate_series(1, $1::int) n`,
-    [RELAY_EVENTS],
+    [CONTACT_MESSAGE_EVENTS],
   );
   await h.db.pool.query(
     `insert into outbox_event (type, payload)
      select $1, jsonb_build_object('recipientActorId', 'republish-owner-' || n, 'lostReportId', gen_random_uuid(),
        'relayMessageId', gen_random_uuid(), 'message', 'seen near the bakery ' || n, 'fromContact', 'finder@example.org')
      from generate_series(1, $2::int) n`,
-    [EventType.RelayMessageReceived, RELAY_EVENTS],
+    [EventType.ContactMessageReceived, CONTACT_MESSAGE_EVENTS],
   );
   await h.db.pool.query(
     `insert into outbox_event (type, payload) select $1, jsonb_build_object('n', n) from generate_series(1, $2::int) n`,
@@ -61,7 +61,7 @@ beforeAll(async () => {
   await h.stack.start("relay");
   notifier = await h.stack.start("notifier");
   await eventually(async () => ((await count(`select count(*)::int as n from outbox_event where published_at is null`)) === 0 ? true : undefined), 30_000);
-  await eventually(async () => ((await count(`select count(*)::int as n from notification`)) === RELAY_EVENTS ? true : undefined), 30_000);
+  await eventually(async () => ((await count(`select count(*)::int as n from notification`)) === CONTACT_MESSAGE_EVENTS ? true : undefined), 30_000);
   const { rows } = await h.db.pool.query<{ from: Date; to: Date }>(`select min(occurred_at) as from, max(occurred_at) as to from outbox_event`);
   window = ["--from", rows[0]!.from.toISOString(), "--to", new Date(rows[0]!.to.getTime() + 1_000).toISOString()];
   nc = await connect({ servers: h.bus.url });
@@ -87,11 +87,11 @@ async function expectOneNotificationPerRelayEvent(): Promise<void> {
   const { rows } = await h.db.pool.query<{ n: number }>(
     `select count(n.id)::int as n from outbox_event o left join notification n on n.source_event_id = o.id
      where o.type = $1 group by o.id`,
-    [EventType.RelayMessageReceived],
+    [EventType.ContactMessageReceived],
   );
-  expect(rows).toHaveLength(RELAY_EVENTS);
+  expect(rows).toHaveLength(CONTACT_MESSAGE_EVENTS);
   expect(rows.every((r) => r.n === 1)).toBe(true);
-  expect(await count(`select count(*)::int as n from notification`)).toBe(RELAY_EVENTS);
+  expect(await count(`select count(*)::int as n from notification`)).toBe(CONTACT_MESSAGE_EVENTS);
 }
 
 describe("republish-outbox after the bus lost the stream", () => {
@@ -103,7 +103,7 @@ describe("republish-outbox after the bus lost the stream", () => {
       ok: true,
       dryRun: true,
       rows: TOTAL,
-      byType: { [EventType.RelayMessageReceived]: RELAY_EVENTS, [EventType.AnimalLostReported]: OTHER_EVENTS },
+      byType: { [EventType.ContactMessageReceived]: CONTACT_MESSAGE_EVENTS, [EventType.AnimalLostReported]: OTHER_EVENTS },
       unpublishedSkipped: 0,
     });
     await expect(jsm.streams.info(TEST_STREAM)).rejects.toBeInstanceOf(JetStreamApiError);
@@ -129,7 +129,7 @@ describe("republish-outbox after the bus lost the stream", () => {
       },
     ]);
     // The notifier re-creates its consumer on the new stream and reads every relay event again: each is already notified.
-    await eventually(async () => (relayEventsHandled() >= 2 * RELAY_EVENTS ? true : undefined), 30_000);
+    await eventually(async () => (contactMessageEventsHandled() >= 2 * CONTACT_MESSAGE_EVENTS ? true : undefined), 30_000);
     await expectOneNotificationPerRelayEvent();
   });
 
@@ -147,7 +147,7 @@ describe("republish-outbox after the bus lost the stream", () => {
     // Stands in for five minutes passing: the stream forgets the Msg-Ids older than its (now 1 s) window.
     await jsm.streams.update(TEST_STREAM, { duplicate_window: nanos(1_000) });
     await new Promise((r) => setTimeout(r, 1_500));
-    const before = relayEventsHandled();
+    const before = contactMessageEventsHandled();
     const { code, out } = await republish("--execute");
     expect(code).toBe(0);
     expect(out).toMatchObject({ ok: true, published: TOTAL, duplicates: 0, failed: 0 });
@@ -155,7 +155,7 @@ describe("republish-outbox after the bus lost the stream", () => {
     console.log(`[republish] run past the window: ${out.published} published; stream ${ids.length} messages, ${new Set(ids).size} distinct`);
     expect(ids).toHaveLength(2 * TOTAL);
     expect(new Set(ids)).toEqual(await outboxIds());
-    await eventually(async () => (relayEventsHandled() - before >= RELAY_EVENTS ? true : undefined), 30_000);
+    await eventually(async () => (contactMessageEventsHandled() - before >= CONTACT_MESSAGE_EVENTS ? true : undefined), 30_000);
     await expectOneNotificationPerRelayEvent();
   });
 

@@ -1,5 +1,7 @@
-import { ALERTS_FANOUT_TASK } from "../../../lib/alerts.js";
 import type { Queryable } from "../../../lib/db.js";
+import { ALERTS_FANOUT_TASK } from "../../../lib/job-payloads.js";
+import { jobsByKey } from "../../../lib/job-state.js";
+import { jobKey } from "../../../lib/queue.js";
 import type { ReportAlerts } from "./schemas.js";
 
 /**
@@ -24,19 +26,18 @@ export async function reportAlerts(client: Queryable, reportId: string): Promise
   if (!report) return null;
 
   const { rows: fanouts } = await client.query(
-    `select f.event_id as "eventId", f.event_type as "eventType", f.status, f.stop_reason as "stopReason", f.recipients,
+    `select f.event_id as "eventId", f.report_id as "reportId", f.event_type as "eventType", f.status, f.stop_reason as "stopReason", f.recipients,
        f.batch_size as "batchSize", f.notified, f.deferred, f.skipped, f.batches_done as "batchesDone", f.created_at as "startedAt",
        f.deferrals_listed as "deferralsListed",
-       f.updated_at as "updatedAt", f.finished_at as "finishedAt",
-       j.locked_at as "lockedAt", j.attempts, j.max_attempts as "maxAttempts", j.last_error as "lastError", j.run_at as "runAt",
-       (p.payload->>'batch')::int as "jobBatch"
+       f.updated_at as "updatedAt", f.finished_at as "finishedAt"
      from alert_fanout f
-     left join graphile_worker.jobs j on j.key = $2::text || ':' || f.report_id || ':' || f.event_id
-     left join graphile_worker._private_jobs p on p.id = j.id
      where f.report_id = $1::uuid
      order by f.created_at desc`,
-    [reportId, ALERTS_FANOUT_TASK],
+    [reportId],
   );
+  // Each fan-out's batch job, if one is queued: the batches share the fan-out's key.
+  const keyOf = (f: { reportId: string; eventId: string }) => jobKey(ALERTS_FANOUT_TASK, { reportId: f.reportId, eventId: f.eventId });
+  const jobs = await jobsByKey(client, ALERTS_FANOUT_TASK, fanouts.map(keyOf));
   // The ledger holds the notified, and the deferred once the morning digest has written them (until then, the fan-out counts them).
   const { rows: states } = await client.query<{ fanoutEventId: string; status: string; n: number }>(
     `select fanout_event_id as "fanoutEventId", status, count(*)::int as n from alert_ledger where report_id = $1::uuid group by 1, 2`,
@@ -62,6 +63,7 @@ export async function reportAlerts(client: Queryable, reportId: string): Promise
     recipients,
     fanouts: fanouts.map((f) => {
       const pending = pendingOf(f);
+      const job = jobs.get(keyOf(f));
       return {
         eventId: f.eventId,
         eventType: f.eventType,
@@ -76,17 +78,16 @@ export async function reportAlerts(client: Queryable, reportId: string): Promise
         startedAt: f.startedAt.toISOString(),
         updatedAt: f.updatedAt.toISOString(),
         finishedAt: f.finishedAt?.toISOString() ?? null,
-        job:
-          f.runAt === null
-            ? null
-            : {
-                state: f.lockedAt ? "running" : f.lastError ? "retrying" : "waiting",
-                batch: f.jobBatch ?? 0,
-                attempts: f.attempts,
-                maxAttempts: f.maxAttempts,
-                lastError: f.lastError,
-                runAt: f.runAt.toISOString(),
-              },
+        job: job
+          ? {
+              state: job.lockedAt ? "running" : job.lastError ? "retrying" : "waiting",
+              batch: job.payload?.batch ?? 0,
+              attempts: job.attempts,
+              maxAttempts: job.maxAttempts,
+              lastError: job.lastError,
+              runAt: job.runAt.toISOString(),
+            }
+          : null,
       };
     }),
   };

@@ -1,4 +1,5 @@
 import { exactTime, type Queryable } from "../../../lib/db.js";
+import { CONTACT_MESSAGE_TARGET_TYPE } from "../../../lib/moderation.js";
 import type { TimeIdCursor } from "../../pagination.js";
 import type { ModerationAction, ModerationItem, QueueStatus } from "./schemas.js";
 
@@ -110,7 +111,7 @@ export async function applyContentState(
   );
 }
 
-/** Who wrote the content, when it was written by an account (an anonymous relay message was not). */
+/** Who wrote the content, when it was written by an account (an anonymous contact message was not). */
 export async function contentAuthor(
   client: Queryable,
   target: { targetType: TargetType; targetId: string },
@@ -120,7 +121,7 @@ export async function contentAuthor(
     lost_report: `select reporter_id as "authorId" from safety_lost_report where id = $1::uuid`,
     found_report: `select reporter_id as "authorId" from safety_found_report where id = $1::uuid`,
     sighting: `select reporter_id as "authorId" from safety_sighting where id = $1::uuid`,
-    relay_message: null,
+    [CONTACT_MESSAGE_TARGET_TYPE]: null,
     photo: `select uploader_id as "authorId" from photo where id = $1::uuid`,
   };
   const sql = authorSql[target.targetType];

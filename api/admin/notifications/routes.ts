@@ -1,7 +1,9 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { AuditAction, AuditObject, writeAuditEvent } from "../../../lib/audit.js";
 import { withTransaction } from "../../../lib/db.js";
-import { enqueueDelivery, reasonCategory, tryLockDeliveryInTransaction } from "../../../lib/notifications.js";
+import { NOTIFICATION_DELIVER_TASK } from "../../../lib/job-payloads.js";
+import { reasonCategory, tryLockDeliveryInTransaction } from "../../../lib/notifications.js";
+import { enqueue } from "../../../lib/queue.js";
 import { problems } from "../../../lib/problems.js";
 import type { AppDeps } from "../../deps.js";
 import { decodeTimeIdCursor, page, toPage } from "../../pagination.js";
@@ -48,7 +50,7 @@ export const adminNotificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (ap
         tags: ["admin", "notifications"],
         summary: "Replay a failed notification",
         description: [
-          "Queues the notification's delivery job again (the same notification_deliver job, with a fresh round of 3 attempts; `attempts` keeps counting the total); the re-attempt runs on the notifier's worker, so `status` is the state right after queuing (pending). Poll the failures listing or the row for the outcome.",
+          "Queues the notification's delivery job again (the same notification__deliver job, with a fresh round of 3 attempts; `attempts` keeps counting the total); the re-attempt runs on the notifier's worker, so `status` is the state right after queuing (pending). Poll the failures listing or the row for the outcome.",
           "Refused with 409 replay-not-eligible and `reason`:",
           "status: the notification is not failed or dead_letter, or a delivery of it is running right now;",
           "permanent: its reasonCategory is permanent, which a configured delivery provider (or address) fixes, not a resend;",
@@ -83,7 +85,7 @@ export const adminNotificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (ap
           throw problems.replayNotEligible("superseded", `a later notification for the same message (${laterId}) was already sent`);
         }
         await markPendingForReplay(client, id);
-        await enqueueDelivery(client, id);
+        await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id });
         await writeAuditEvent(client, {
           actorId: admin.id,
           action: AuditAction.NotificationReplayed,

@@ -3,12 +3,13 @@ import { withTransaction, type Queryable } from "../../../lib/db.js";
 import { EventType } from "../../../lib/events.js";
 import { recordEvent, type EventLog } from "../../../lib/outbox.js";
 import { problems } from "../../../lib/problems.js";
+import { renewReport } from "../../../lib/report-lifecycle.js";
 import type { AppDeps } from "../../deps.js";
 import { requireActor, type Actor } from "../../plugins/auth.js";
 import { problemResponses } from "../../plugins/openapi.js";
 import { IdParams } from "../../schemas.js";
 import { MAX_MOVE_KM, PatchFoundReportBody, PatchLostReportBody, Renewed } from "./owner-schemas.js";
-import { distanceFromReportKm, patchReport, renewReport, type ReportPatch } from "./owner-store.js";
+import { distanceFromReportKm, patchReport, type ReportPatch } from "./owner-store.js";
 import { FoundReportPrivate, LostReportPrivate } from "./schemas.js";
 import { getFoundReport, getLostReport, lockReport, type FoundReportRow, type LostReportRow, type ReportKind } from "./store.js";
 import * as views from "./views.js";
@@ -154,14 +155,7 @@ export const reportOwnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { p
         const actor = requireActor(request);
         return withTransaction(pool, async (client) => {
           const report = await lockOwnOpenReport(client, kind, request.params.id, actor, "renew");
-          const expiresAt = (await renewReport(client, kind, report.id, config.REPORT_TTL_DAYS)).toISOString();
-          await recordEvent(
-            client,
-            EventType.ReportRenewed,
-            { reportKind: kind, reportId: report.id, reporterId: report.reporterId, expiresAt },
-            request.log,
-          );
-          return { expiresAt };
+          return { expiresAt: await renewReport(client, kind, report, config.REPORT_TTL_DAYS, request.log) };
         });
       },
     );

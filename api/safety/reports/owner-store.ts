@@ -1,6 +1,6 @@
 import type { Queryable } from "../../../lib/db.js";
 import { coarsen, toWkt, type LatLon } from "../../../lib/geo.js";
-import { reportTable, type ReportKind } from "./store.js";
+import { reportTable, type ReportKind } from "../../../lib/report-lifecycle.js";
 
 /** A reporter's edit, as the PATCH bodies give it: `time` is lastSeenAt or foundAt. */
 export interface ReportPatch {
@@ -70,15 +70,4 @@ export async function patchReport(client: Queryable, kind: ReportKind, id: strin
   if (sets.length === 0) return [];
   await client.query(`update ${reportTable[kind]} set ${sets.join(", ")}, updated_at = now() where id = $1::uuid`, values);
   return changed;
-}
-
-/** Sets a new expiry, REPORT_TTL_DAYS from now; the report_expiring reminder re-arms with it. */
-export async function renewReport(client: Queryable, kind: ReportKind, id: string, ttlDays: number): Promise<Date> {
-  const { rows } = await client.query<{ expiresAt: Date }>(
-    `update ${reportTable[kind]} set expires_at = now() + make_interval(days => $2::int), updated_at = now()
-     where id = $1::uuid
-     returning expires_at as "expiresAt"`,
-    [id, ttlDays],
-  );
-  return rows[0]!.expiresAt;
 }

@@ -1,12 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { AuditAction, AuditObject, writeAuditEvent } from "../../../lib/audit.js";
-import type { ReportOutcome } from "../../../lib/animals.js";
 import { reportCreationBucket, secondsUntilToken, type BucketSpec } from "../../../lib/buckets.js";
 import { withTransaction, type Pool, type Queryable } from "../../../lib/db.js";
 import { EventType } from "../../../lib/events.js";
-import { recordEvent, type EventLog } from "../../../lib/outbox.js";
 import { problems } from "../../../lib/problems.js";
+import { resolveReport } from "../../../lib/report-lifecycle.js";
 import type { AppDeps } from "../../deps.js";
 import { requireActor } from "../../plugins/auth.js";
 import { problemResponses } from "../../plugins/openapi.js";
@@ -49,18 +48,6 @@ const resolvable = {
   lost: { path: "lost-reports", what: "lost report", event: EventType.LostReportResolved, idField: "lostReportId" },
   found: { path: "found-reports", what: "found report", event: EventType.FoundReportResolved, idField: "foundReportId" },
 } as const;
-
-function recordResolved(
-  client: Queryable,
-  kind: store.ReportKind,
-  report: { id: string; reporterId: string; outcome: ReportOutcome; resolvedAt: string },
-  log: EventLog,
-) {
-  const { id, ...rest } = report;
-  return kind === "lost"
-    ? recordEvent(client, EventType.LostReportResolved, { lostReportId: id, ...rest }, log)
-    : recordEvent(client, EventType.FoundReportResolved, { foundReportId: id, ...rest }, log);
-}
 
 /** Lost and found reports: create, the public and private views, resolve. */
 export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, config }) => {
@@ -224,9 +211,7 @@ export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
           if (!report) throw problems.notFound(what);
           if (report.reporterId !== actor.id) throw problems.forbidden("only the reporter can resolve this report");
           if (report.status !== "open") throw problems.conflict(`this report is already ${report.status}`);
-          const resolved = await store.resolveReport(client, kind, report.id, outcome);
-          const resolvedAt = resolved.resolvedAt.toISOString();
-          await recordResolved(client, kind, { id: report.id, reporterId: report.reporterId, outcome, resolvedAt }, request.log);
+          const { resolvedAt } = await resolveReport(client, kind, report, outcome, request.log);
           return { id: report.id, status: outcome, resolvedAt };
         });
       },

@@ -2,9 +2,12 @@ import { actorSuspendedSql } from "../../../lib/accounts.js";
 import { takeTokenSql, type BucketSpec } from "../../../lib/buckets.js";
 import type { Species } from "../../../lib/animals.js";
 import type { Queryable } from "../../../lib/db.js";
+import type { ModerationTargetType } from "../../../lib/moderation.js";
 import { EventType } from "../../../lib/events.js";
-import { coarsen, toWkt } from "../../../lib/geo.js";
-import { pointJson, recordWithEvent, type EventLog } from "../../../lib/outbox.js";
+import { coarsen, toWkt, type LatLon } from "../../../lib/geo.js";
+import { pointJson, recordWithEvent, type EmbeddedWrite, type EventLog } from "../../../lib/outbox.js";
+import { expiryAfter, reportTable, type ReportKind } from "../../../lib/report-lifecycle.js";
+import { SqlParams } from "../../../lib/sql.js";
 import type { ModerationState } from "../schemas.js";
 import { coarseColumns, moderationStateOf } from "../sql.js";
 import type { CreateFoundReportBody, CreateLostReportBody } from "./schemas.js";
@@ -14,25 +17,66 @@ export interface CreatedReport {
   createdAt: Date;
 }
 
+/** A create's columns: a new report is `open` by default, and its lifecycle (lib/report-lifecycle.ts) starts at `expiryAfter`. */
+type CreateColumns = Record<string, string> & { [C in "status" | "resolved_at" | "closed_reason" | "expiry_warned_for"]?: never };
+
 /**
  * A throttled create is ONE statement: unless the reporter is suspended, take
  * a creation token, and only if one was taken insert the report and its
  * outbox event (recordWithEvent). One round trip, atomic on its own (no
  * begin/commit), with the spec's suspension check in it (the route's
  * `suspension: "in-statement"`, api/plugins/auth.ts): the hot path that
- * `npm run bench` and `npm run bench:statements` measure. `insert` uses $4
- * for the report id and $5 for the reporter, then its own values, and
- * selects `from token`. The event's coarse point is the stored row's.
+ * `npm run bench` and `npm run bench:statements` measure.
+ *
+ * This builds the whole insert: the bucket's parameters come first, then the
+ * report id and the reporter (which the suspension check reads too), then
+ * `columns`, each written with the placeholder `p.add` gave it; the insert
+ * selects from the token CTE it names. The event's coarse point is the
+ * stored row's.
  */
-const throttledCreate = (name: string, bucket: BucketSpec, insert: string, values: unknown[]) => ({
-  name,
-  ctes: `token as (${takeTokenSql("$1::text", "$2::double precision", "$3::double precision", `not ${actorSuspendedSql("$5::text")}`)}),
-     created as (${insert})`,
-  values: [bucket.key, bucket.capacity, bucket.refillPerSecond, ...values],
-  columns: `created.id, created.created_at as "createdAt"`,
+function throttledCreate(
+  name: string,
+  kind: ReportKind,
+  bucket: BucketSpec,
+  report: { id: string; reporterId: string },
+  columns: (p: SqlParams) => CreateColumns,
+): EmbeddedWrite<CreatedReport> {
+  const p = new SqlParams();
+  const key = p.add(bucket.key, "text");
+  const capacity = p.add(bucket.capacity, "double precision");
+  const refill = p.add(bucket.refillPerSecond, "double precision");
+  const id = p.add(report.id, "uuid");
+  const reporter = p.add(report.reporterId, "text");
+  const rest = columns(p);
+  return {
+    name,
+    reads: { token: takeTokenSql(key, capacity, refill, `not ${actorSuspendedSql(reporter)}`) },
+    write: `insert into ${reportTable[kind]} (id, reporter_id, ${Object.keys(rest).join(", ")})
+     select ${id}, ${reporter}, ${Object.values(rest).join(", ")}
+     from token
+     returning id, created_at, coarse_location`,
+    values: p.values,
+    returns: { id: "id", createdAt: "created_at" },
+  };
+}
+
+/** The animal's columns, which lost and found reports share. */
+const animalColumns = (p: SqlParams, animal: CreateFoundReportBody["animal"]) => ({
+  species: p.add(animal.species, "text"),
+  breed: p.add(animal.breed ?? null, "text"),
+  colors: p.add(animal.colors ?? [], "text[]"),
+  sex: p.add(animal.sex ?? null, "text"),
+  microchip_id: p.add(animal.microchipId ?? null, "text"),
+  distinguishing_marks: p.add(animal.distinguishingMarks ?? null, "text"),
 });
 
-const createdLocation = { location: pointJson("created.coarse_location") };
+/** The precise point and the coarse one public reads show. */
+const pointColumns = (p: SqlParams, location: LatLon) => ({
+  location: p.add(toWkt(location), "geography"),
+  coarse_location: p.add(toWkt(coarsen(location)), "geography"),
+});
+
+const createdLocation = { location: (row: string) => pointJson(`${row}.coarse_location`) };
 
 /** What a new report is given besides its body: its lifetime, and the animal it was made from. */
 export interface NewReportOptions {
@@ -52,36 +96,16 @@ export function insertLostReport(
   options: NewReportOptions,
 ): Promise<CreatedReport | null> {
   const { animal } = body;
-  const write = throttledCreate(
-    "lost-report-create",
-    bucket,
-    `insert into safety_lost_report (
-       id, reporter_id, animal_name, species, breed, colors, sex, microchip_id, distinguishing_marks,
-       last_seen_at, location, coarse_location, description, verification_detail, expires_at, animal_id)
-     select $4::uuid, $5::text, $6::text, $7::text, $8::text, $9::text[], $10::text, $11::text, $12::text,
-       $13::timestamptz, $14::geography, $15::geography, $16::text, $17::text,
-       now() + make_interval(days => $18::int), $19::uuid
-     from token
-     returning id, created_at, coarse_location`,
-    [
-      id,
-      reporterId,
-      animal.name ?? null,
-      animal.species,
-      animal.breed ?? null,
-      animal.colors ?? [],
-      animal.sex ?? null,
-      animal.microchipId ?? null,
-      animal.distinguishingMarks ?? null,
-      body.lastSeenAt,
-      toWkt(body.location),
-      toWkt(coarsen(body.location)),
-      body.description ?? null,
-      body.verificationDetail ?? null,
-      options.ttlDays,
-      options.animalId ?? null,
-    ],
-  );
+  const write = throttledCreate("lost-report-create", "lost", bucket, { id, reporterId }, (p) => ({
+    animal_name: p.add(animal.name ?? null, "text"),
+    ...animalColumns(p, animal),
+    last_seen_at: p.add(body.lastSeenAt, "timestamptz"),
+    ...pointColumns(p, body.location),
+    description: p.add(body.description ?? null, "text"),
+    verification_detail: p.add(body.verificationDetail ?? null, "text"),
+    expires_at: expiryAfter(p.add(options.ttlDays, "int")),
+    animal_id: p.add(options.animalId ?? null, "uuid"),
+  }));
   return recordWithEvent<CreatedReport, typeof EventType.AnimalLostReported, "location">(
     client,
     write,
@@ -109,32 +133,13 @@ export function insertFoundReport(
   options: NewReportOptions,
 ): Promise<CreatedReport | null> {
   const { animal } = body;
-  const write = throttledCreate(
-    "found-report-create",
-    bucket,
-    `insert into safety_found_report (
-       id, reporter_id, species, breed, colors, sex, microchip_id, distinguishing_marks,
-       found_at, location, coarse_location, description, expires_at)
-     select $4::uuid, $5::text, $6::text, $7::text, $8::text[], $9::text, $10::text, $11::text,
-       $12::timestamptz, $13::geography, $14::geography, $15::text, now() + make_interval(days => $16::int)
-     from token
-     returning id, created_at, coarse_location`,
-    [
-      id,
-      reporterId,
-      animal.species,
-      animal.breed ?? null,
-      animal.colors ?? [],
-      animal.sex ?? null,
-      animal.microchipId ?? null,
-      animal.distinguishingMarks ?? null,
-      body.foundAt,
-      toWkt(body.location),
-      toWkt(coarsen(body.location)),
-      body.description ?? null,
-      options.ttlDays,
-    ],
-  );
+  const write = throttledCreate("found-report-create", "found", bucket, { id, reporterId }, (p) => ({
+    ...animalColumns(p, animal),
+    found_at: p.add(body.foundAt, "timestamptz"),
+    ...pointColumns(p, body.location),
+    description: p.add(body.description ?? null, "text"),
+    expires_at: expiryAfter(p.add(options.ttlDays, "int")),
+  }));
   return recordWithEvent<CreatedReport, typeof EventType.AnimalFoundReported, "location">(
     client,
     write,
@@ -211,10 +216,9 @@ export async function getFoundReport(client: Queryable, id: string): Promise<Fou
   return rows[0] ?? null;
 }
 
-/** The two report tables, which share their status, resolve and moderation columns. */
-export type ReportKind = "lost" | "found";
-export const reportTable: Record<ReportKind, string> = { lost: "safety_lost_report", found: "safety_found_report" };
-export const moderationTarget: Record<ReportKind, string> = { lost: "lost_report", found: "found_report" };
+/** The two report tables share their status, resolve and moderation columns (the lifecycle: lib/report-lifecycle.ts). */
+export type { ReportKind };
+export const moderationTarget: Record<ReportKind, ModerationTargetType> = { lost: "lost_report", found: "found_report" };
 
 export interface LockedReport {
   id: string;
@@ -233,22 +237,6 @@ export async function lockReport(client: Queryable, kind: ReportKind, id: string
     [id],
   );
   return rows[0] ?? null;
-}
-
-/** Closes a report: it leaves the open-only alerts (and their partial GiST index) at once. */
-export async function resolveReport(
-  client: Queryable,
-  kind: ReportKind,
-  id: string,
-  outcome: "reunited" | "closed",
-): Promise<{ status: string; resolvedAt: Date }> {
-  const { rows } = await client.query<{ status: string; resolvedAt: Date }>(
-    `update ${reportTable[kind]} set status = $2::text, resolved_at = now(), updated_at = now()
-     where id = $1::uuid
-     returning status, resolved_at as "resolvedAt"`,
-    [id, outcome],
-  );
-  return rows[0]!;
 }
 
 /** The animal's open, unmoderated lost report, if it has one (the tag page relays to it). */

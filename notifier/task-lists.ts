@@ -3,8 +3,9 @@ import type { Pool } from "../lib/db.js";
 import type { Logger } from "../lib/logger.js";
 import { ALERTS_DIGEST_CRONTAB, ALERTS_DIGEST_TASK, alertsDigestTask } from "../jobs/alerts-digest.js";
 import { ALERTS_SWEEP_CRONTAB, ALERTS_SWEEP_TASK, alertsSweepTask } from "../jobs/alerts-sweep.js";
-import { MATCH_SUBJECT_TASK, matchSubjectTask } from "../jobs/match-subject.js";
-import { NOTIFICATION_DELIVER_TASK, notificationDeliverTask } from "../jobs/notification-deliver.js";
+import { matchSubjectTask } from "../jobs/match-subject.js";
+import { notificationDeliverTask } from "../jobs/notification-deliver.js";
+import { MATCH_SUBJECT_TASK, NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
 import { runDigest } from "./alerts/digest.js";
 import { requeueStalledFanouts, type FanoutOptions } from "./alerts/fanout.js";
 import { fanoutTasks } from "./alerts/worker.js";
@@ -12,6 +13,13 @@ import { createDelivery } from "./delivery.js";
 import type { Deliverers } from "./deliverers/types.js";
 import { createMatcher } from "./matching/matcher.js";
 import type { NotifierMetrics } from "./metrics.js";
+
+/**
+ * graphile-worker task lists of the notifier's main runner, and its crontab:
+ * each task's entry point (jobs/) wired to the notifier function doing the
+ * work. The fan-out's and the photos' runners have their lists in
+ * alerts/worker.ts and photos/worker.ts.
+ */
 
 /** The notifier worker's recurring tasks. */
 export const NOTIFIER_CRONTAB = [ALERTS_DIGEST_CRONTAB, ALERTS_SWEEP_CRONTAB].join("\n");
@@ -34,6 +42,8 @@ export interface NotifierTaskOptions {
   deliverers: Deliverers;
   logger: Logger;
   metrics?: NotifierMetrics;
+  /** Wakes the relay after a job committed events (lib/bus.ts relayWaker); without it the relay's poll finds them. */
+  wakeRelay?: () => void;
 }
 
 /**
@@ -41,10 +51,10 @@ export interface NotifierTaskOptions {
  * matching, and the alert crons. The fan-out's batches run on a runner of
  * their own (notifier/alerts/worker.ts).
  */
-export function notifierTasks({ pool, deliverers, logger, metrics }: NotifierTaskOptions): TaskList {
+export function notifierTasks({ pool, deliverers, logger, metrics, wakeRelay }: NotifierTaskOptions): TaskList {
   return {
     [NOTIFICATION_DELIVER_TASK]: notificationDeliverTask(createDelivery({ pool, deliverers, logger, metrics })),
-    [MATCH_SUBJECT_TASK]: matchSubjectTask(createMatcher({ pool, logger })),
+    [MATCH_SUBJECT_TASK]: matchSubjectTask(createMatcher({ pool, logger, wakeRelay })),
     ...alertHousekeepingTasks(pool),
   } as TaskList;
 }

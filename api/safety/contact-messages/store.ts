@@ -1,36 +1,37 @@
 import type { Queryable } from "../../../lib/db.js";
 import type { ReportKind } from "../reports/store.js";
+import { CONTACT_MESSAGE_TABLE } from "./wire-names.js";
 
-/** Who a relay message is for: the reporter of a lost or found report, or (tag page) an animal's owner. */
-export type RelayTargetKind = ReportKind | "animal";
+/** Who a contact message is for: the reporter of a lost or found report, or (tag page) an animal's owner. */
+export type ContactTargetKind = ReportKind | "animal";
 
-const targetColumn: Record<RelayTargetKind, string> = { lost: "lost_report_id", found: "found_report_id", animal: "animal_id" };
+const targetColumn: Record<ContactTargetKind, string> = { lost: "lost_report_id", found: "found_report_id", animal: "animal_id" };
 
-/** Messages relayed to one target in the last 24 hours, and when the oldest of them leaves that window. */
-export async function relayMessagesInLastDay(
+/** Messages sent to one target in the last 24 hours, and when the oldest of them leaves that window. */
+export async function contactMessagesInLastDay(
   client: Queryable,
-  kind: RelayTargetKind,
+  kind: ContactTargetKind,
   targetId: string,
 ): Promise<{ count: number; secondsUntilSlot: number }> {
   const { rows } = await client.query<{ count: number; secondsUntilSlot: number | null }>(
     `select count(*)::int as count,
        extract(epoch from min(created_at) + interval '1 day' - now())::double precision as "secondsUntilSlot"
-     from safety_relay_message
+     from ${CONTACT_MESSAGE_TABLE}
      where ${targetColumn[kind]} = $1::uuid and created_at > now() - interval '1 day'`,
     [targetId],
   );
   return { count: rows[0]!.count, secondsUntilSlot: rows[0]!.secondsUntilSlot ?? 0 };
 }
 
-export async function insertRelayMessage(
+export async function insertContactMessage(
   client: Queryable,
-  kind: RelayTargetKind,
+  kind: ContactTargetKind,
   targetId: string,
   message: string,
   fromContact: string,
 ): Promise<string> {
   const { rows } = await client.query<{ id: string }>(
-    `insert into safety_relay_message (${targetColumn[kind]}, message, from_contact)
+    `insert into ${CONTACT_MESSAGE_TABLE} (${targetColumn[kind]}, message, from_contact)
      values ($1::uuid, $2::text, $3::text)
      returning id`,
     [targetId, message, fromContact],

@@ -18,7 +18,7 @@ afterAll(async () => {
 
 const body = { message: "I think I saw your dog near the park", fromContact: "jane@example.com" };
 
-const relay = (api: TestApi, id: string, options: { ip?: string; headers?: Record<string, string>; payload?: object } = {}) =>
+const send = (api: TestApi, id: string, options: { ip?: string; headers?: Record<string, string>; payload?: object } = {}) =>
   api.app.inject({
     method: "POST",
     url: `/v1/safety/lost-reports/${id}/relay-message`,
@@ -33,7 +33,7 @@ describe("POST relay-message takes no auth, stores the message and emits the eve
   it("returns 202 {id}, stores safety_relay_message and writes the outbox event with the owner as recipient", async () => {
     const owner = freshActor("owner");
     const id = await createLostReport(h.api, owner);
-    const res = await relay(h.api, id);
+    const res = await send(h.api, id);
     expect(res.statusCode).toBe(202);
     const { id: messageId } = res.json();
     expect(Object.keys(res.json())).toEqual(["id"]);
@@ -43,7 +43,7 @@ describe("POST relay-message takes no auth, stores the message and emits the eve
     const outbox = await h.db.pool.query(`select type, payload from outbox_event where payload->>'relayMessageId' = $1`, [messageId]);
     expect(outbox.rows).toEqual([
       {
-        type: EventType.RelayMessageReceived,
+        type: EventType.ContactMessageReceived,
         payload: { recipientActorId: owner, lostReportId: id, relayMessageId: messageId, ...body },
       },
     ]);
@@ -51,7 +51,7 @@ describe("POST relay-message takes no auth, stores the message and emits the eve
 
   it("reaches the bus as events.safety.relay_message_received.v1 through the relay", async () => {
     const id = await createLostReport(h.api, freshActor("owner"));
-    const res = await relay(h.api, id);
+    const res = await send(h.api, id);
     const relayProcess = ServiceProcess.start(
       "relay",
       devEnv(h.db.url, h.bus.url, { RELAY_HEALTH_ADDR: `127.0.0.1:${await freePort()}`, LOG_LEVEL: "info" }),
@@ -60,7 +60,7 @@ describe("POST relay-message takes no auth, stores the message and emits the eve
       const message = await eventually(async () =>
         (await readStream(h.api.nc, TEST_STREAM)).find((m) => m.body.data.relayMessageId === res.json().id),
       );
-      expect(message.subject).toBe(EventType.RelayMessageReceived);
+      expect(message.subject).toBe(EventType.ContactMessageReceived);
       expect(message.body.data).toMatchObject({ lostReportId: id, message: body.message, fromContact: body.fromContact });
     } finally {
       await relayProcess.stop();
@@ -74,20 +74,20 @@ describe("POST relay-message takes no auth, stores the message and emits the eve
     ["a fromContact over 200 characters", { message: "hello", fromContact: "x".repeat(201) }],
   ])("refuses %s with 400 validation-failed and writes nothing", async (_name, payload) => {
     const id = await createLostReport(h.api, freshActor());
-    expectProblem(await relay(h.api, id, { payload }), 400, "validation-failed");
+    expectProblem(await send(h.api, id, { payload }), 400, "validation-failed");
     expect(await messages(id)).toBe(0);
     expect(await count(h.db, `select 1 from outbox_event where payload->>'lostReportId' = $1`, [id])).toBe(0);
   });
 
   it("answers 404 for an unknown or moderated report and 409 for a resolved one", async () => {
-    expectProblem(await relay(h.api, crypto.randomUUID()), 404, "not-found");
+    expectProblem(await send(h.api, crypto.randomUUID()), 404, "not-found");
     const hidden = await createLostReport(h.api, freshActor());
     await moderate(h.db, "lost_report", hidden);
-    expectProblem(await relay(h.api, hidden), 404, "not-found");
+    expectProblem(await send(h.api, hidden), 404, "not-found");
     const owner = freshActor();
     const resolved = await createLostReport(h.api, owner);
     await call(h.api, { method: "POST", url: `/v1/safety/lost-reports/${resolved}/resolve`, headers: as(owner), payload: { outcome: "reunited" } });
-    expectProblem(await relay(h.api, resolved), 409, "conflict");
+    expectProblem(await send(h.api, resolved), 409, "conflict");
     expect(await messages(hidden)).toBe(0);
     expect(await messages(resolved)).toBe(0);
   });
@@ -95,27 +95,27 @@ describe("POST relay-message takes no auth, stores the message and emits the eve
   it("refuses a suspended actor who presents a credential (403), even on this public route", async () => {
     const id = await createLostReport(h.api, freshActor());
     await h.db.pool.query(`insert into account (user_id, suspended_at, suspended_by) values ('banned', now(), 'admin-1')`);
-    expectProblem(await relay(h.api, id, { headers: as("banned") }), 403, "account-suspended");
+    expectProblem(await send(h.api, id, { headers: as("banned") }), 403, "account-suspended");
     expect(await messages(id)).toBe(0);
   });
 });
 
-describe("relay messages are limited to 5 per hour per client IP", () => {
+describe("contact messages are limited to 5 per hour per client IP", () => {
   it("gives the 6th message from one IP 429 with Retry-After, while another IP still gets through", async () => {
     const ip = freshIp();
     const reports = await Promise.all(Array.from({ length: 6 }, () => createLostReport(h.api, freshActor())));
-    for (const id of reports.slice(0, 5)) expect((await relay(h.api, id, { ip })).statusCode).toBe(202);
-    const sixth = await relay(h.api, reports[5]!, { ip });
+    for (const id of reports.slice(0, 5)) expect((await send(h.api, id, { ip })).statusCode).toBe(202);
+    const sixth = await send(h.api, reports[5]!, { ip });
     expectProblem(sixth, 429, "rate-limited");
     expect(Number(sixth.headers["retry-after"])).toBeGreaterThan(0);
     expect(await messages(reports[5]!)).toBe(0);
-    expect((await relay(h.api, reports[5]!)).statusCode).toBe(202);
+    expect((await send(h.api, reports[5]!)).statusCode).toBe(202);
   });
 
   it("lets exactly 5 of 10 concurrent messages from one IP through", async () => {
     const ip = freshIp();
     const id = await createLostReport(h.api, freshActor());
-    const results = await Promise.all(Array.from({ length: 10 }, () => relay(h.api, id, { ip })));
+    const results = await Promise.all(Array.from({ length: 10 }, () => send(h.api, id, { ip })));
     expect(results.filter((r) => r.statusCode === 202)).toHaveLength(5);
     expect(results.filter((r) => r.statusCode === 429)).toHaveLength(5);
     expect(await messages(id)).toBe(5);
@@ -125,10 +125,10 @@ describe("relay messages are limited to 5 per hour per client IP", () => {
     const proxy = freshIp();
     const id = await createLostReport(h.api, freshActor());
     for (let i = 0; i < 5; i++) {
-      const res = await relay(h.api, id, { ip: proxy, headers: { "x-forwarded-for": `203.0.113.${i + 1}` } });
+      const res = await send(h.api, id, { ip: proxy, headers: { "x-forwarded-for": `203.0.113.${i + 1}` } });
       expect(res.statusCode).toBe(202);
     }
-    const res = await relay(h.api, id, { ip: proxy, headers: { "x-forwarded-for": "203.0.113.99" } });
+    const res = await send(h.api, id, { ip: proxy, headers: { "x-forwarded-for": "203.0.113.99" } });
     expectProblem(res, 429, "rate-limited");
     expect(await count(h.db, `select 1 from rate_limit_bucket where key like 'relay-message:203.0.113.%'`)).toBe(0);
   });
@@ -138,17 +138,17 @@ describe("relay messages are limited to 5 per hour per client IP", () => {
     try {
       const id = await createLostReport(h.api, freshActor());
       for (let i = 0; i < 5; i++) {
-        expect((await relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.17" } })).statusCode).toBe(202);
+        expect((await send(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.17" } })).statusCode).toBe(202);
       }
-      expectProblem(await relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.17" } }), 429, "rate-limited");
-      expect((await relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.18" } })).statusCode).toBe(202);
+      expectProblem(await send(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.17" } }), 429, "rate-limited");
+      expect((await send(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.18" } })).statusCode).toBe(202);
 
       const untrustedPeer = freshIp();
       for (let i = 0; i < 5; i++) {
-        const res = await relay(trusted, id, { ip: untrustedPeer, headers: { "x-forwarded-for": `192.0.2.${i + 1}` } });
+        const res = await send(trusted, id, { ip: untrustedPeer, headers: { "x-forwarded-for": `192.0.2.${i + 1}` } });
         expect(res.statusCode).toBe(202);
       }
-      expectProblem(await relay(trusted, id, { ip: untrustedPeer, headers: { "x-forwarded-for": "192.0.2.77" } }), 429, "rate-limited");
+      expectProblem(await send(trusted, id, { ip: untrustedPeer, headers: { "x-forwarded-for": "192.0.2.77" } }), 429, "rate-limited");
       expect(await count(h.db, `select 1 from rate_limit_bucket where key = $1`, [`relay-message:${untrustedPeer}`])).toBe(1);
     } finally {
       await trusted.close();
@@ -159,7 +159,7 @@ describe("relay messages are limited to 5 per hour per client IP", () => {
     const trusted = await buildTestApi(devEnv(h.db.url, h.bus.url, { API_TRUSTED_PROXY_CIDRS: "127.0.0.1/32" }));
     try {
       const id = await createLostReport(h.api, freshActor());
-      const viaProxy = (chain: string) => relay(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": chain } });
+      const viaProxy = (chain: string) => send(trusted, id, { ip: "127.0.0.1", headers: { "x-forwarded-for": chain } });
       const bucket = (ip: string) => count(h.db, `select 1 from rate_limit_bucket where key = $1`, [`relay-message:${ip}`]);
       expect((await viaProxy("6.6.6.6, 198.51.100.7")).statusCode).toBe(202);
       expect(await bucket("198.51.100.7")).toBe(1);
@@ -174,21 +174,21 @@ describe("relay messages are limited to 5 per hour per client IP", () => {
   });
 });
 
-describe("one report receives at most 20 relay messages per day, whatever the senders' IPs", () => {
+describe("one report receives at most 20 contact messages per day, whatever the senders' IPs", () => {
   it("gives the 21st message 429 with Retry-After and stores only 20; other reports are unaffected", async () => {
     const id = await createLostReport(h.api, freshActor());
-    for (let i = 0; i < 20; i++) expect((await relay(h.api, id)).statusCode).toBe(202);
-    const capped = await relay(h.api, id);
+    for (let i = 0; i < 20; i++) expect((await send(h.api, id)).statusCode).toBe(202);
+    const capped = await send(h.api, id);
     expectProblem(capped, 429, "rate-limited");
     expect(Number(capped.headers["retry-after"])).toBeGreaterThan(3600);
     expect(await messages(id)).toBe(20);
     const other = await createLostReport(h.api, freshActor());
-    expect((await relay(h.api, other)).statusCode).toBe(202);
+    expect((await send(h.api, other)).statusCode).toBe(202);
   });
 
   it("holds under concurrency: 30 simultaneous messages from 30 IPs store exactly 20", async () => {
     const id = await createLostReport(h.api, freshActor());
-    const results = await Promise.all(Array.from({ length: 30 }, () => relay(h.api, id)));
+    const results = await Promise.all(Array.from({ length: 30 }, () => send(h.api, id)));
     expect(results.filter((r) => r.statusCode === 202)).toHaveLength(20);
     expect(results.filter((r) => r.statusCode === 429)).toHaveLength(10);
     expect(await messages(id)).toBe(20);
@@ -196,18 +196,18 @@ describe("one report receives at most 20 relay messages per day, whatever the se
 
   it("frees a slot once the oldest message is more than a day old", async () => {
     const id = await createLostReport(h.api, freshActor());
-    for (let i = 0; i < 20; i++) expect((await relay(h.api, id)).statusCode).toBe(202);
+    for (let i = 0; i < 20; i++) expect((await send(h.api, id)).statusCode).toBe(202);
     await h.db.pool.query(
       `update safety_relay_message set created_at = now() - interval '25 hours'
        where id = (select id from safety_relay_message where lost_report_id = $1 order by created_at limit 1)`,
       [id],
     );
-    expect((await relay(h.api, id)).statusCode).toBe(202);
-    expectProblem(await relay(h.api, id), 429, "rate-limited");
+    expect((await send(h.api, id)).statusCode).toBe(202);
+    expectProblem(await send(h.api, id), 429, "rate-limited");
   });
 });
 
-describe("POST /v1/safety/found-reports/{id}/relay-message reaches the finder through the same relay", () => {
+describe("POST /v1/safety/found-reports/{id}/relay-message reaches the finder the same way", () => {
   const toFinder = (id: string, ip = freshIp()) =>
     h.api.app.inject({ method: "POST", url: `/v1/safety/found-reports/${id}/relay-message`, remoteAddress: ip, payload: body });
 
@@ -219,7 +219,7 @@ describe("POST /v1/safety/found-reports/{id}/relay-message reaches the finder th
     expect(res.body).not.toContain(finder);
     expect(await count(h.db, `select 1 from safety_relay_message where found_report_id = $1 and lost_report_id is null`, [id])).toBe(1);
     const { rows } = await h.db.pool.query(`select payload from outbox_event where type = $1 and payload->>'relayMessageId' = $2`, [
-      EventType.RelayMessageReceived,
+      EventType.ContactMessageReceived,
       res.json().id,
     ]);
     expect(rows[0].payload).toMatchObject({ recipientActorId: finder, foundReportId: id });
@@ -230,7 +230,7 @@ describe("POST /v1/safety/found-reports/{id}/relay-message reaches the finder th
     const ip = freshIp();
     const lost = await createLostReport(h.api, freshActor("owner"));
     const found = await createFoundReport(h.api, freshActor("finder"));
-    for (let i = 0; i < 3; i++) expect((await relay(h.api, lost, { ip })).statusCode).toBe(202);
+    for (let i = 0; i < 3; i++) expect((await send(h.api, lost, { ip })).statusCode).toBe(202);
     for (let i = 0; i < 2; i++) expect((await toFinder(found, ip)).statusCode).toBe(202);
     expectProblem(await toFinder(found, ip), 429, "rate-limited");
   });

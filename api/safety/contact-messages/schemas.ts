@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { text } from "../schemas.js";
+import { CONTACT_MESSAGE_SCHEMA_ID } from "./wire-names.js";
 
-export const RelayMessageBody = z
+export const ContactMessageBody = z
   .object({ message: text(2000), fromContact: text(200) })
-  .meta({ id: "RelayMessage" });
+  .meta({ id: CONTACT_MESSAGE_SCHEMA_ID });
 export const Accepted = z.object({ id: z.uuid() });

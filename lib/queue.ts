@@ -1,0 +1,154 @@
+import type { Queryable } from "./db.js";
+import { NOTIFICATION_DELIVER_TASK, QUEUED_TASKS, type KeyRef, type Payload, type TaskName } from "./job-payloads.js";
+import type { StoredJob } from "./job-state.js";
+
+/**
+ * The one way to queue a graphile-worker job: in the caller's transaction,
+ * through graphile-worker's add_jobs(), so the job commits or rolls back
+ * with the write that needs it. The task must be in QUEUED_TASKS
+ * (lib/job-payloads.ts): its payload's type is inferred from the task's
+ * schema, and the payload is parsed with it before anything is written. The
+ * job key is built here from the task's key parts, never passed in as text
+ * (requeue keeps the key a queued job has). The only module that calls
+ * graphile-worker's SQL functions; reading job state is lib/job-state.ts.
+ */
+
+export interface JobOptions {
+  /** Attempts before graphile-worker gives up; the task's own (QUEUED_TASKS) when left out. */
+  maxAttempts?: number;
+  /** graphile-worker runs lower numbers first; 0 when left out. */
+  priority?: number;
+  /**
+   * Not before then; now when left out. A string is a timestamptz as
+   * Postgres wrote it (lib/db.ts exactTime), which keeps the microseconds a
+   * Date drops.
+   */
+  runAt?: Date | string;
+}
+
+/** A task whose key is built from its payload may take another reference; one whose key is not must be given one. */
+type KeyOption<T extends TaskName> = Payload<T> extends KeyRef<T> ? { key?: KeyRef<T> } : { key: KeyRef<T> };
+export type EnqueueOptions<T extends TaskName> = JobOptions & KeyOption<T>;
+type OptionsArgument<T extends TaskName> = Payload<T> extends KeyRef<T> ? [options?: EnqueueOptions<T>] : [options: EnqueueOptions<T>];
+
+/** One job for enqueueMany: any queued task with its payload, and its options when it needs them. */
+export type JobSpec<T extends TaskName = TaskName> = {
+  [K in T]: { task: K; payload: Payload<K> } & (Payload<K> extends KeyRef<K> ? { options?: EnqueueOptions<K> } : { options: EnqueueOptions<K> });
+}[T];
+
+/** A task's key reference with an SQL expression for each of its required parts (jobKeySql). */
+export type SqlKeyRef<T extends TaskName> = { [K in keyof KeyRef<T> as undefined extends KeyRef<T>[K] ? never : K]-?: string };
+
+type KeyParts<R> = (ref: R) => readonly string[];
+
+/** The job key of task T for `ref`: `<task>:<part>:<part>…`. */
+export function jobKey<T extends TaskName>(task: T, ref: KeyRef<T>): string {
+  const parts = (QUEUED_TASKS[task].key as KeyParts<KeyRef<T>>)(ref);
+  if (parts.some((part) => typeof part !== "string" || part === "")) throw new Error(`job key of ${task}: a part is missing`);
+  return [task, ...parts].join(":");
+}
+
+/** The same key as jobKey, as an SQL expression of the parts' expressions (for a statement that joins on it). */
+export function jobKeySql<T extends TaskName>(task: T, ref: SqlKeyRef<T>): string {
+  const parts = (QUEUED_TASKS[task].key as unknown as KeyParts<SqlKeyRef<T>>)(ref);
+  return [`'${task}'`, ...parts.map((expression) => `(${expression})::text`)].join(` || ':' || `);
+}
+
+/** A job as add_jobs takes it; the payload is JSON. */
+interface JobRow {
+  task: string;
+  payload: string;
+  key: string;
+  maxAttempts: number;
+  priority: number | null;
+  runAt: Date | string | null;
+}
+
+function jobRow<T extends TaskName>(task: T, payload: Payload<T>, options: EnqueueOptions<T> | undefined): JobRow {
+  const spec = QUEUED_TASKS[task];
+  if (!spec) throw new Error(`${task} is not a queued task (lib/job-payloads.ts)`);
+  const parsed = spec.payload.parse(payload);
+  return {
+    task,
+    payload: JSON.stringify(parsed),
+    key: jobKey(task, (options?.key ?? parsed) as KeyRef<T>),
+    maxAttempts: options?.maxAttempts ?? spec.maxAttempts,
+    priority: options?.priority ?? null,
+    runAt: options?.runAt ?? null,
+  };
+}
+
+/**
+ * One add_jobs call for the lot, one job per key, the last winning: add_jobs
+ * refuses a key twice in one call ("ON CONFLICT DO UPDATE command cannot
+ * affect row a second time"), which failed the whole call, for ever, when
+ * two events about one report (two PATCHes) reached the consumer together.
+ */
+async function addJobs(client: Queryable, rows: JobRow[]): Promise<void> {
+  const jobs = [...new Map(rows.map((row) => [row.key, row])).values()];
+  if (jobs.length === 0) return;
+  await client.query(
+    `select from graphile_worker.add_jobs(
+       array(select (task, payload, null, run_at, max_attempts, job_key, priority, null)::graphile_worker.job_spec
+             from unnest($1::text[], $2::json[], $3::timestamptz[], $4::int[], $5::text[], $6::int[])
+                  as j(task, payload, run_at, max_attempts, job_key, priority)))`,
+    [
+      jobs.map((j) => j.task),
+      jobs.map((j) => j.payload),
+      jobs.map((j) => j.runAt),
+      jobs.map((j) => j.maxAttempts),
+      jobs.map((j) => j.key),
+      jobs.map((j) => j.priority),
+    ],
+  );
+}
+
+/** Queues one job in the caller's transaction (a pool queues it on its own). */
+export async function enqueue<T extends TaskName>(client: Queryable, task: T, payload: Payload<T>, ...[options]: OptionsArgument<T>): Promise<void> {
+  await addJobs(client, [jobRow(task, payload, options as EnqueueOptions<T> | undefined)]);
+}
+
+/** Queues jobs in the caller's transaction in one round trip; of two with one key, the later one is queued. */
+export async function enqueueMany(client: Queryable, jobs: readonly JobSpec[]): Promise<void> {
+  await addJobs(
+    client,
+    jobs.map((job) => jobRow(job.task, job.payload, job.options as EnqueueOptions<TaskName> | undefined)),
+  );
+}
+
+/**
+ * Delivery jobs for new or replayed notifications, one add_jobs call for the
+ * lot: the consumer, the alert fan-out and digest, and the stall sweep queue
+ * them. (lib/notifications.ts imports nothing, for the console's bundle, so
+ * this is here.)
+ */
+export async function enqueueDeliveries(client: Queryable, notificationIds: readonly string[], options: { priority?: number } = {}): Promise<void> {
+  await enqueueMany(
+    client,
+    notificationIds.map((notificationId) => ({ task: NOTIFICATION_DELIVER_TASK, payload: { notificationId }, options })),
+  );
+}
+
+/**
+ * Adds again, under their keys, jobs read from the queue (job-state.ts
+ * lockedJobs): graphile-worker moves a key from a job a worker holds to the
+ * new one. Their payloads are parsed as a new job's would be.
+ */
+export async function requeue(client: Queryable, jobs: readonly StoredJob[]): Promise<void> {
+  await addJobs(
+    client,
+    jobs.map((job) => ({
+      task: job.task,
+      payload: JSON.stringify(QUEUED_TASKS[job.task].payload.parse(job.payload)),
+      key: job.key,
+      maxAttempts: job.maxAttempts,
+      priority: null,
+      runAt: null,
+    })),
+  );
+}
+
+/** Deletes jobs that are not locked (or whose lock has expired), as graphile-worker does with a job that succeeded. */
+export async function completeJobs(client: Queryable, ids: readonly number[]): Promise<void> {
+  await client.query(`select from graphile_worker.complete_jobs($1::bigint[])`, [ids]);
+}
