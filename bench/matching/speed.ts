@@ -143,8 +143,7 @@ await enqueueMany(
 );
 for (;;) {
   const { rows } = await pool.query<{ n: number }>(
-    `select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-     where t.identifier = $1`,
+    `select count(*)::int as n from graphile_worker.jobs where task_identifier = $1`,
     [MATCH_SUBJECT_TASK],
   );
   if (rows[0]!.n === 0) break;
