@@ -2,8 +2,8 @@ import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from "fastify";
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
 import { healthRoutes } from "../lib/health.js";
-import type { Logger } from "../lib/logger.js";
-import { createMetricsRegistry, registerHttpMetrics, registerMetricsRoute, type Registry } from "../lib/metrics.js";
+import { withMaskedRequests, type Logger } from "../lib/logger.js";
+import { createMetricsRegistry, registerHttpMetrics, type Registry } from "../lib/metrics.js";
 import { problems } from "../lib/problems.js";
 import { adminRoutes } from "./admin/routes.js";
 import { alertSubscriptionRoutes } from "./alert-subscriptions/routes.js";
@@ -17,9 +17,11 @@ import { ownerRoutes } from "./owner/routes.js";
 import { createAuthenticator, registerAuth, suspensionBeforeRefusal } from "./plugins/auth.js";
 import { clientErrorHandler, registerErrorHandling, sendProblem } from "./plugins/errors.js";
 import { registerGracefulClose } from "./plugins/graceful-close.js";
+import { registerRequestTimeLimit, serverTimeLimits } from "./plugins/request-time-limit.js";
 import { registerIpLimiter, type IpLimiter } from "./plugins/ip-limiter.js";
 import { registerOpenApi } from "./plugins/openapi.js";
 import { registerRelayWakeUps } from "./plugins/relay-wake-ups.js";
+import { registerSameOriginForms } from "./plugins/same-origin-forms.js";
 import { photoRoutes } from "./photos/routes.js";
 import { createObjectStorage, type ObjectStorage } from "../lib/storage/index.js";
 import { safetyRoutes } from "./safety/routes.js";
@@ -33,7 +35,7 @@ export interface BuildAppOptions extends Omit<AppDeps, "storage"> {
   logger: Logger;
   /** Sees every route as it is registered; the admin role-gate test walks them. */
   onRoute?: (route: RouteOptions) => void;
-  /** Prometheus registry; a fresh one per app when omitted. */
+  /** Prometheus registry, which buildMetricsServer serves; a fresh one per app when omitted. */
   metrics?: Registry;
   /** Monotonic milliseconds for the per-IP limiter; tests pass a clock they move themselves. */
   clock?: () => number;
@@ -51,12 +53,15 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, tagP
   const { config, pool } = deps;
   let limiter: IpLimiter | undefined;
   const app = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
+    // Request URLs are logged with their tag, emergency and query tokens masked.
+    loggerInstance: withMaskedRequests(logger) as FastifyBaseLogger,
     trustProxy: config.API_TRUSTED_PROXY_CIDRS.length > 0 ? config.API_TRUSTED_PROXY_CIDRS : false,
     bodyLimit: config.API_BODY_LIMIT_BYTES,
     requestIdHeader: false,
     genReqId: () => crypto.randomUUID(),
     return503OnClosing: true,
+    // Node's header, request and idle socket limits, and requests per keep-alive connection (api/plugins/request-time-limit.ts).
+    ...serverTimeLimits(config),
     routerOptions: { maxParamLength: 200 },
     clientErrorHandler: clientErrorHandler(config.PROBLEM_BASE_URL),
     // A malformed URL or an over-long path parameter never reaches a route, so
@@ -79,15 +84,19 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, tagP
     reply.header("x-request-id", request.id);
   });
   registerGracefulClose(app);
+  // First of the onRequest hooks, so a request's time counts from its headers.
+  registerRequestTimeLimit(app, config.API_REQUEST_TIMEOUT_MS);
   registerRelayWakeUps(app, deps.wakeRelay);
   if (!storage) app.addHook("onClose", () => deps.storage.close());
 
   if (onRoute) app.addHook("onRoute", onRoute);
   registerErrorHandling(app, config.PROBLEM_BASE_URL, config.API_BODY_LIMIT_BYTES, suspensionBeforeRefusal(pool));
   limiter = registerIpLimiter(app, config.PROBLEM_BASE_URL, clock);
+  // Before auth: another site's form post costs no lookup.
+  registerSameOriginForms(app, config.API_PUBLIC_BASE_URL);
   const metrics = registry ?? createMetricsRegistry("api");
+  // Served on API_METRICS_ADDR by its own server (buildMetricsServer, lib/health.ts), not here.
   registerHttpMetrics(app, metrics);
-  registerMetricsRoute(app, metrics);
   // Before auth: a preflight carries no credential and is answered here.
   await app.register(cors, {
     origin: config.API_CORS_ORIGINS.length > 0 ? config.API_CORS_ORIGINS : false,

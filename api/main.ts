@@ -2,6 +2,8 @@ import { busClient, connectBus, ensureStream, relayWaker } from "../lib/bus.js";
 import { loadConfigOrExit, orExit } from "../lib/boot.js";
 import { loadApiConfig } from "../lib/config.js";
 import { createPool } from "../lib/db.js";
+import { buildMetricsServer } from "../lib/health.js";
+import { createMetricsRegistry } from "../lib/metrics.js";
 import { installShutdown } from "../lib/shutdown.js";
 import { buildApp } from "./app.js";
 
@@ -19,12 +21,20 @@ const pool = createPool({
   applicationName: "api",
   logger,
 });
+const metrics = createMetricsRegistry("api");
 // The API wakes the relay over the bus after each write (api/plugins/relay-wake-ups.ts).
-const app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger });
+const app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, metrics });
+// Prometheus scrapes its own port (API_METRICS_ADDR); the public one answers 404 for /metrics.
+const metricsServer = await orExit(logger, "api: metrics listener", async () => {
+  const server = await buildMetricsServer(logger, metrics);
+  await server.listen({ host: config.API_METRICS_ADDR.host, port: config.API_METRICS_ADDR.port });
+  return server;
+});
 await app.listen({ host: config.API_HTTP_ADDR.host, port: config.API_HTTP_ADDR.port });
 
 installShutdown(logger, [
   { name: "stop intake and finish requests", run: () => app.close() },
+  { name: "close metrics server", run: () => metricsServer.close() },
   { name: "drain bus", run: () => nc.drain() },
   { name: "end pool", run: () => pool.end() },
 ]);

@@ -67,7 +67,7 @@ const VARIANT_ROUTE = 'route="/v1/photos/:photoId/:variant"';
 
 /** The API's own count of variant GETs answered 200 within each histogram bucket (le, in seconds). */
 async function servedWithin(stack: BenchStack): Promise<Map<string, number>> {
-  const text = await (await fetch(`${stack.baseUrl}/metrics`, { headers: client("bench-photos-metrics") })).text();
+  const text = await (await fetch(`${stack.metricsUrl}/metrics`, { headers: client("bench-photos-metrics") })).text();
   const counts = new Map<string, number>();
   for (const line of text.split("\n")) {
     if (!line.startsWith("http_request_duration_seconds_bucket") || !line.includes(VARIANT_ROUTE) || !line.includes('status="200"')) continue;

@@ -323,7 +323,7 @@ const flood = await load({ baseUrl, rate: 5000, durationSec: quick ? 2 : 5, kind
 const refusedLatencies = flood.raw.latenciesMs.filter((_, i) => flood.raw.statuses[i] === 429);
 const refused = summarize(refusedLatencies);
 // The server's own view, from the API's request histogram: the share of 429s answered within 0.5 ms and 1 ms.
-const histogram = await (await fetch(`${baseUrl}/metrics`)).text();
+const histogram = await (await fetch(`${stack.metricsUrl}/metrics`)).text();
 const bucket = (le: string) =>
   Number(histogram.split("\n").find((l) => l.startsWith("http_request_duration_seconds_bucket") && l.includes('route="/healthz"') && l.includes('status="429"') && l.includes(`le="${le}"`))?.split(" ").at(-1) ?? 0);
 const serverShare = (le: string) => round((bucket(le) / Math.max(1, bucket("+Inf"))) * 100, 2);

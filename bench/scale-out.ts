@@ -47,6 +47,8 @@ function env(stack: BenchStack, name: ProcessName, addr: string) {
     API_TRUSTED_PROXY_CIDRS: "127.0.0.1/32",
     LOG_LEVEL: "warn",
     DATABASE_POOL_SIZE: "20",
+    // Several APIs share this host: each takes a free port for its metrics.
+    API_METRICS_ADDR: "127.0.0.1:0",
     [name === "api" ? "API_HTTP_ADDR" : name === "relay" ? "RELAY_HEALTH_ADDR" : "NOTIFIER_HEALTH_ADDR"]: addr,
   };
 }

@@ -64,7 +64,7 @@ async function sample(port: number, inspectPort: number): Promise<Sample> {
 
 async function sampleAll(): Promise<Record<string, Sample>> {
   return {
-    api: await sample(stack.ports.api, inspectPorts.api),
+    api: await sample(stack.ports.apiMetrics, inspectPorts.api),
     relay: await sample(stack.ports.relay, inspectPorts.relay),
     notifier: await sample(stack.ports.notifier, inspectPorts.notifier),
   };

@@ -15,6 +15,8 @@ import { round } from "./stats.js";
  */
 export interface BenchStack {
   baseUrl: string;
+  /** The first API's metrics listener (API_METRICS_ADDR), where its /metrics is served. */
+  metricsUrl: string;
   /** Every API instance's URL; one unless started with `apiInstances`. */
   baseUrls: string[];
   dbUrl: string;
@@ -25,7 +27,7 @@ export interface BenchStack {
   api: ServiceProcess;
   relay: ServiceProcess;
   notifier: ServiceProcess;
-  ports: { api: number; relay: number; notifier: number };
+  ports: { api: number; apiMetrics: number; relay: number; notifier: number };
   /** Inspector ports, when started with `{ inspect: true }` (the soak's post-GC heap readings). */
   inspectPorts: { api: number; relay: number; notifier: number } | null;
   restartRelay(): Promise<void>;
@@ -85,9 +87,9 @@ export async function startBenchStack(
     nats = await TestNatsServer.start();
     natsUrl = nats.url;
   }
-  const ports = { api: await freePort(), relay: await freePort(), notifier: await freePort() };
+  const ports = { api: await freePort(), apiMetrics: await freePort(), relay: await freePort(), notifier: await freePort() };
   const inspectPorts = inspect ? { api: await freePort(), relay: await freePort(), notifier: await freePort() } : null;
-  const nodeOptions = (name: keyof typeof ports, extra = "") =>
+  const nodeOptions = (name: "api" | "relay" | "notifier", extra = "") =>
     [
       extra,
       inspectPorts ? `--inspect=127.0.0.1:${inspectPorts[name]}` : "",
@@ -121,17 +123,19 @@ export async function startBenchStack(
   const startNotifier = () =>
     ServiceProcess.start("notifier", { ...env, NOTIFIER_HEALTH_ADDR: `127.0.0.1:${ports.notifier}`, NODE_OPTIONS: nodeOptions("notifier") });
   const extraApiPorts = await Promise.all(Array.from({ length: apiInstances - 1 }, () => freePort()));
-  const startApi = (port: number) =>
-    ServiceProcess.start("api", { ...env, ...apiEnv, API_HTTP_ADDR: `127.0.0.1:${port}`, NODE_OPTIONS: nodeOptions("api", process.env.BENCH_API_NODE_OPTIONS) });
-  const extraApis = extraApiPorts.map(startApi);
+  // Extra APIs take any free port for their metrics; only the first one's is scraped.
+  const startApi = (port: number, metricsPort = 0) =>
+    ServiceProcess.start("api", { ...env, ...apiEnv, API_HTTP_ADDR: `127.0.0.1:${port}`, API_METRICS_ADDR: `127.0.0.1:${metricsPort}`, NODE_OPTIONS: nodeOptions("api", process.env.BENCH_API_NODE_OPTIONS) });
+  const extraApis = extraApiPorts.map((port) => startApi(port));
   const stack: BenchStack = {
     baseUrl: `http://127.0.0.1:${ports.api}`,
+    metricsUrl: `http://127.0.0.1:${ports.apiMetrics}`,
     baseUrls: [ports.api, ...extraApiPorts].map((port) => `http://127.0.0.1:${port}`),
     dbUrl,
     natsUrl,
     natsPid: nats?.pid,
     pool: new pg.Pool({ connectionString: dbUrl, max: 20 }),
-    api: startApi(ports.api),
+    api: startApi(ports.api, ports.apiMetrics),
     notifier: startNotifier(),
     relay: await startRelay(),
     ports,

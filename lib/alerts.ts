@@ -19,3 +19,10 @@ export const FANOUT_BATCH_SIZE = 1_000;
  * message must not wait behind them, nor the fan-out's own next batch.
  */
 export const NEARBY_DELIVERY_PRIORITY = 10;
+
+/**
+ * Fan-outs after the report was filed (a PATCH that moves it or changes its
+ * species) that may reach anyone: later ones are stopped before they collect,
+ * so a report cannot be walked across the map alerting each place it passes.
+ */
+export const MAX_ALERT_RESENDS = 2;

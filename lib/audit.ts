@@ -7,6 +7,8 @@ export const AuditAction = {
   AccountRestored: "admin.account_restored",
   NotificationReplayed: "admin.notification.replayed",
   EmergencyProfileRevoked: "admin.emergency_profile.revoked",
+  /** The owner may issue a fresh token again after an admin's revocation. */
+  EmergencyProfileRevocationLifted: "admin.emergency_profile.revocation_lifted",
   ModerationClaimed: "admin.moderation.claimed",
   ModerationActioned: "admin.moderation.actioned",
   PhotoDeletedByAdmin: "admin.photo.deleted",
@@ -15,6 +17,8 @@ export const AuditAction = {
   ReportCancelledByOperator: "safety.report_cancelled_by_operator",
   WorkerJobsCleaned: "operator.worker_jobs_cleaned",
   OutboxRepublished: "operator.outbox_republished",
+  /** The link of a confirmation email was followed: the address now receives notification email. */
+  EmailConfirmed: "account.email_confirmed",
 } as const;
 
 export type AuditAction = (typeof AuditAction)[keyof typeof AuditAction];

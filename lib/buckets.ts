@@ -58,7 +58,24 @@ export function reportCreationBucket(actorId: string): BucketSpec {
   return { key: `report-create:${actorId}`, capacity: 5, refillPerSecond: 5 / HOUR };
 }
 
+/** Edits (PATCH) of an actor's lost and found reports share this per-actor bucket. */
+export const REPORT_EDITS_PER_HOUR = 20;
+export function reportEditBucket(actorId: string): BucketSpec {
+  return { key: `report-edit:${actorId}`, capacity: REPORT_EDITS_PER_HOUR, refillPerSecond: REPORT_EDITS_PER_HOUR / HOUR };
+}
+
 /** Anonymous contact messages: 5 per hour per client IP. The stored key keeps its first name, so no bucket restarts. */
 export function contactMessageBucket(clientIp: string): BucketSpec {
   return { key: `relay-message:${clientIp}`, capacity: 5, refillPerSecond: 5 / HOUR };
 }
+
+/** A bucket of `perHour` tokens that refills them over an hour. */
+const hourly = (key: string, perHour: number): BucketSpec => ({ key, capacity: perHour, refillPerSecond: perHour / HOUR });
+
+/** Sightings an actor makes: 20 per hour. A sighting notifies an owner and may carry a note, so it is not free to repeat. */
+export const SIGHTINGS_PER_HOUR = 20;
+export const sightingBucket = (actorId: string) => hourly(`sighting:${actorId}`, SIGHTINGS_PER_HOUR);
+
+/** Moderation reports an actor files: the same 20 per hour as sightings, so the queue cannot be flooded either. */
+export const MODERATION_REPORTS_PER_HOUR = 20;
+export const moderationReportBucket = (actorId: string) => hourly(`moderation-report:${actorId}`, MODERATION_REPORTS_PER_HOUR);

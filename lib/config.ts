@@ -63,7 +63,8 @@ const apiEnvFallback = (own: string) =>
 
 /**
  * A process's own environment setting, when unset, takes API_ENV's value; then
- * its unset listen addresses (setting → port) are filled on DEFAULT_LISTEN_HOSTS.
+ * its unset listen addresses (setting → port) are filled on DEFAULT_LISTEN_HOSTS,
+ * and in development its unset developmentFallbacks are filled in.
  * A set value, `:port` included, is taken as written.
  */
 const withProcessDefaults = <T extends z.ZodType>(settings: ProcessSettings, schema: T) =>
@@ -73,6 +74,7 @@ const withProcessDefaults = <T extends z.ZodType>(settings: ProcessSettings, sch
     env[own] ??= env[API_ENV];
     const host = env[own] === "development" ? DEFAULT_LISTEN_HOSTS.development : DEFAULT_LISTEN_HOSTS.otherwise;
     for (const [setting, port] of Object.entries(settings.listenDefaults)) if (port !== undefined) env[setting] ??= `${host}:${port}`;
+    if (env[own] === "development") for (const [setting, value] of Object.entries(settings.developmentFallbacks)) env[setting] ??= value;
     return env;
   }, schema);
 
@@ -110,10 +112,70 @@ export function isAddressOrCidr(entry: string): boolean {
   return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
+/** An address's bits (32 for IPv4, 128 for IPv6, a zone id dropped), for comparing blocks. */
+function addressBits(address: string, family: 4 | 6): bigint {
+  if (family === 4) return address.split(".").reduce((n, part) => (n << 8n) | BigInt(part), 0n);
+  let text = address.split("%")[0]!;
+  const dotted = /\d+\.\d+\.\d+\.\d+$/.exec(text);
+  if (dotted) {
+    const v4 = addressBits(dotted[0], 4);
+    text = `${text.slice(0, dotted.index)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
+  }
+  const [head, tail] = text.split("::").map((part) => (part ? part.split(":") : []));
+  const zeros = tail === undefined ? [] : Array<string>(8 - head!.length - tail.length).fill("0");
+  return [...head!, ...zeros, ...(tail ?? [])].reduce((n, group) => (n << 16n) | BigInt(`0x${group}`), 0n);
+}
+
+/** Whether the blocks (each `prefix` bits of `bits`) together hold every address of a `width`-bit family. */
+function coverEverything(blocks: { bits: bigint; prefix: number }[], width: number): boolean {
+  const spans = blocks
+    .map(({ bits, prefix }) => {
+      const host = BigInt(width - prefix);
+      const start = (bits >> host) << host;
+      return { start, end: start + (1n << host) };
+    })
+    .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+  let next = 0n;
+  for (const { start, end } of spans) {
+    if (start > next) return false;
+    if (end > next) next = end;
+  }
+  return next >= 1n << BigInt(width);
+}
+
+/**
+ * The family whose every client a list of valid entries would trust, or
+ * undefined. Matched as Fastify's proxy check (@fastify/proxy-addr) does: an
+ * IPv4 client by the IPv4 entries and the IPv4-mapped IPv6 ones of /96 or
+ * longer (::ffff:0:0/96 is 0.0.0.0/0), an IPv6 client by the other IPv6 ones.
+ */
+export function familyTrustedWhole(entries: readonly string[]): "IPv4" | "IPv6" | undefined {
+  const v4: { bits: bigint; prefix: number }[] = [];
+  const v6: { bits: bigint; prefix: number }[] = [];
+  for (const entry of entries) {
+    const [address = "", written] = entry.split("/");
+    const family = isIP(address) === 4 ? 4 : 6;
+    const bits = addressBits(address, family);
+    const prefix = written === undefined ? (family === 4 ? 32 : 128) : Number(written);
+    if (family === 4) v4.push({ bits, prefix });
+    else if (bits >> 32n === 0xffffn && prefix >= 96) v4.push({ bits: bits & 0xffffffffn, prefix: prefix - 96 });
+    else v6.push({ bits, prefix });
+  }
+  if (coverEverything(v4, 32)) return "IPv4";
+  if (coverEverything(v6, 128)) return "IPv6";
+  return undefined;
+}
+
 const cidrList = csv
   .superRefine((entries, ctx) => {
     for (const entry of entries) {
       if (!isAddressOrCidr(entry)) ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR` });
+    }
+    // A list that trusts every client lets anyone set their own address in X-Forwarded-For, and with
+    // it dodge every per-address limit; @fastify/proxy-addr also throws on a /0 when the app starts.
+    const whole = entries.every(isAddressOrCidr) ? familyTrustedWhole(entries) : undefined;
+    if (whole) {
+      ctx.addIssue({ code: "custom", message: `trusts every ${whole} client: list only your proxies' addresses` });
     }
   })
   .meta({ valueType: "comma-separated IP addresses and CIDR blocks" });
@@ -209,9 +271,11 @@ const objectStorage = {
 
 /**
  * Photos in the API. Uploads (api/photos/upload-slots.ts): each one being read
- * holds up to 10 MiB in memory, so at most CONCURRENCY are read at once; the
- * rest wait for a slot up to WAIT_MS (then 503), and a body that has not
- * arrived BODY_TIMEOUT_MS after its reading began is cut off (408).
+ * holds up to 10 MiB in memory, so at most CONCURRENCY are read at once; one
+ * takes its slot only once its photo's first 64 KiB have arrived, the rest
+ * wait for a slot up to WAIT_MS (then 503), a body silent for IDLE_TIMEOUT_MS
+ * or not arrived BODY_TIMEOUT_MS after its reading began (the wait for a slot
+ * not counted) is cut off (408).
  */
 const apiPhotos = {
   API_PHOTO_UPLOAD_CONCURRENCY: z.coerce
@@ -234,7 +298,14 @@ const apiPhotos = {
     .min(100)
     .max(600_000)
     .default(120_000)
-    .describe("How long an upload's body may take to arrive once its reading began, before 408."),
+    .describe("How long an upload's body may take to arrive once its reading began (its wait for a slot not counted), before 408."),
+  API_PHOTO_UPLOAD_IDLE_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(600_000)
+    .default(10_000)
+    .describe("How long an upload's body may send nothing, before its first bytes or between two, before 408."),
   /** Served variants kept in memory (api/photos/variant-cache.ts); 0 keeps none. */
   API_PHOTO_CACHE_BYTES: z.coerce
     .number()
@@ -300,6 +371,7 @@ const apiSettings = defineProcess({
     ),
     ...common,
     API_HTTP_ADDR: listenAddr.describe("Where the HTTP server listens."),
+    API_METRICS_ADDR: listenAddr.describe("Where the API's `/metrics` listens for Prometheus: its own port, never the public one."),
     API_PUBLIC_BASE_URL: apiPublicBaseUrl.describe("Where the API is reached from outside: the base of photo URLs and emergency QR links."),
     AUTH_JWKS_URL: optionalSetting(z.string().url()).describe("The identity provider's JWKS, which verifies bearer JWTs."),
     AUTH_ISSUER: optionalSetting(z.string()).describe("The `iss` a bearer JWT must carry."),
@@ -318,11 +390,28 @@ const apiSettings = defineProcess({
       .max(10_485_760)
       .default(65_536)
       .describe("The largest request body, in bytes (photo uploads have their own limit)."),
+    API_REQUEST_TIMEOUT_MS: z.coerce
+      .number()
+      .int()
+      .min(1_000)
+      .max(120_000)
+      .default(30_000)
+      .describe(
+        "How long a request's body may take to arrive after its headers, before 408; the headers themselves get 10 s, or this if shorter. " +
+          "Photo uploads have their own limits.",
+      ),
     ...apiPhotos,
     REPORT_TTL_DAYS: reportTtlDays.describe("Days an open report lives after its creation or last renewal."),
     ALERT_UNSUBSCRIBE_SECRET: alertUnsubscribeSecret,
+    EMAIL_VERIFICATION: z
+      .enum(["required", "off"])
+      .default("required")
+      .describe(
+        "`required`: a notification address gets email only after its confirmation link is followed. " +
+          "`off`: an address gets email as soon as it is set, and no confirmation email is sent.",
+      ),
   },
-  listenDefaults: { API_HTTP_ADDR: 8080 },
+  listenDefaults: { API_HTTP_ADDR: 8080, API_METRICS_ADDR: 9464 },
   requiredOutsideDevelopment: [
     "AUTH_JWKS_URL",
     "AUTH_ISSUER",
@@ -332,7 +421,8 @@ const apiSettings = defineProcess({
     "ALERT_UNSUBSCRIBE_SECRET",
   ],
   developmentOnly: ["API_DEV_AUTH_BYPASS"],
-  developmentFallbacks,
+  // `npm run dev` sends no confirmation email: an address is used as soon as it is set.
+  developmentFallbacks: { ...developmentFallbacks, EMAIL_VERIFICATION: "off" },
   allOrNone: [objectStorageCredentials],
 });
 

@@ -33,6 +33,8 @@ export const EventType = {
   PhotoReady: "events.photo.ready.v1",
   PhotoFailed: "events.photo.failed.v1",
   PhotoDeleted: "events.photo.deleted.v1",
+  /** An address was set: its confirmation email is queued (the API writes it; no handler). */
+  EmailConfirmationRequested: "events.account.email_confirmation_requested.v1",
 } as const;
 
 export type EventType = (typeof EventType)[keyof typeof EventType];
@@ -121,6 +123,8 @@ export const eventCatalogue = {
     fromContact: z.string().min(1).max(200),
     /** The grid-cell centre of where the sender was, when they shared it (tag page). */
     location: CoarsePoint.optional(),
+    /** Past the target's daily volume: no notification of its own; the hourly digest lists it. */
+    held: z.literal(true).optional(),
   }),
   [EventType.ContentModerated]: z.object({
     /** Only content with an author account is announced (a contact message has none). */
@@ -188,6 +192,12 @@ export const eventCatalogue = {
   /** Processing gave up; `reason` is what the owner and admins see. */
   [EventType.PhotoFailed]: PhotoRef.extend({ reason: z.string().min(1).max(500) }),
   [EventType.PhotoDeleted]: PhotoRef.extend({ deletedBy: ActorId }),
+  /** Ids only: neither the address nor the link's token, which is made when the email is sent. */
+  [EventType.EmailConfirmationRequested]: z.object({
+    actorId: ActorId,
+    emailConfirmationId: z.uuid(),
+    notificationId: z.uuid(),
+  }),
 } as const satisfies Record<EventType, z.ZodObject>;
 
 export type EventData<T extends EventType> = z.output<(typeof eventCatalogue)[T]>;

@@ -16,6 +16,54 @@ const redact = [
   "*.token",
 ];
 
+/** What a masked secret is logged as: pino's own censor, so the two read alike. */
+export const REDACTED = "[Redacted]";
+
+/** The token segment of the tag page (/t/{token}, not its /t/assets/) and of the emergency link (/emergency/{token}). */
+const SECRET_PATH = /^(\/+(?:t|emergency)\/+)(?!assets(?:\/|$))[^/?#]+/;
+/** A query parameter whose name holds "token": the alert unsubscribe link, the email confirmation link. */
+const SECRET_QUERY = /([?&][^=&#]*token[^=&#]*=)[^&#]*/gi;
+
+/**
+ * A request URL as it may be logged. The tokens in it are bearer secrets: the
+ * tag and emergency tokens open an animal's page and message its owner, and
+ * whoever reads a log must not be able to follow them.
+ */
+export function maskUrl(url: string): string {
+  const at = url.indexOf("?");
+  const path = at < 0 ? url : url.slice(0, at);
+  const query = at < 0 ? "" : url.slice(at);
+  return path.replace(SECRET_PATH, `$1${REDACTED}`) + query.replace(SECRET_QUERY, `$1${REDACTED}`);
+}
+
+interface LoggedRequest {
+  method: string;
+  url: string;
+  headers?: Record<string, string | string[] | undefined>;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}
+
+/**
+ * Fastify's request serializer (the `req` of "incoming request" and of error
+ * lines) with the same fields, the URL masked. Fastify takes a logger's own
+ * `req` serializer over its default.
+ */
+export function requestSerializer(req: LoggedRequest) {
+  return {
+    method: req.method,
+    url: maskUrl(req.url),
+    version: req.headers?.["accept-version"],
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
+}
+
+/** The logger an HTTP server is given: the same lines, with request URLs masked. */
+export const withMaskedRequests = (logger: Logger): Logger => logger.child({}, { serializers: { req: requestSerializer } });
+
 export function createLogger({ name, level, pretty }: LoggerOptions): Logger {
   if (pretty) {
     return pino({ name, level, redact, transport: { target: "pino-pretty", options: { translateTime: "HH:MM:ss.l" } } });

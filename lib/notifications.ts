@@ -24,6 +24,13 @@ export type FailureStatus = (typeof FAILURE_STATUSES)[number];
 /** The kind of a contact message's notification. The contract fixes the name, which keeps the spec's older word, relay. */
 export const CONTACT_MESSAGE_KIND = "relay_message";
 
+/**
+ * The link that confirms a notification address. The API writes it for the
+ * address awaiting confirmation, never through the recipient's preferences,
+ * so it is not a kind one chooses (emailKinds).
+ */
+export const EMAIL_CONFIRMATION_KIND = "email_confirmation";
+
 /** What a notification is about (contract, part 2); a recipient may limit email to some kinds. */
 export const NOTIFICATION_KINDS = [
   CONTACT_MESSAGE_KIND,
@@ -34,6 +41,7 @@ export const NOTIFICATION_KINDS = [
   "report_expiring",
   "content_moderated",
   "account_suspended",
+  EMAIL_CONFIRMATION_KIND,
 ] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
@@ -81,11 +89,14 @@ export type ReasonCategory = (typeof REASON_CATEGORIES)[number];
 export const NO_DELIVERER = "no deliverer configured for channel";
 export const NO_ADDRESS = "no email address configured for recipient";
 export const PROVIDER_REJECTED = "provider rejected";
+/** A confirmation whose address was changed, cleared or confirmed before its link went out. */
+export const CONFIRMATION_GONE = "email confirmation no longer pending";
 
 const permanentPatterns = [
   new RegExp(NO_DELIVERER, "i"),
   new RegExp(NO_ADDRESS, "i"),
   new RegExp(PROVIDER_REJECTED, "i"),
+  new RegExp(CONFIRMATION_GONE, "i"),
   /\bsmtp 5\d\d\b/i,
 ];
 

@@ -15,6 +15,7 @@ import { STREAM_SUBJECTS, type EventEnvelope, type EventType } from "../lib/even
 import type { Logger } from "../lib/logger.js";
 import { InvalidEventError } from "../lib/events.js";
 import { draftNotifications, handledSubjects, type HandlerRegistry, type NotificationDraft } from "./handlers.js";
+import { planGroups } from "./grouping.js";
 import { enqueueDeliveries, enqueueMany } from "../lib/queue.js";
 import { uncoveredFanoutCheck } from "./alerts/fanout.js";
 import { idleMatchCheck } from "./matching/matcher.js";
@@ -149,7 +150,8 @@ const reactionChecks = [uncoveredFanoutCheck, idleMatchCheck] as const;
 /**
  * Records the notifications and their delivery jobs for handled events, and
  * the jobs the events start (notifier/reactions.ts), in one transaction;
- * returns the ids of the events that got a new notification. The unique
+ * returns the ids of the events that got a new notification or were counted
+ * into a grouped one (notifier/grouping.ts). The unique
  * (source event, recipient, channel) makes a redelivered event (or one a
  * second notifier handles at the same time) add no notification and no
  * delivery; its reaction jobs replace their waiting twins by job key.
@@ -168,25 +170,26 @@ export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise
     const jobs = await withoutIdleReactions(client, handled.flatMap((h) => h.jobs), reactionChecks);
     if (jobs.length === 0 && handled.every((h) => h.drafts.length === 0)) return new Set<string>();
     await client.query("begin");
-    const recipients = [...new Set(handled.flatMap((h) => h.drafts.map((d) => d.recipientActorId)))];
+    // A grouped draft counted into an earlier notification gets no rows of its own (notifier/grouping.ts).
+    const groups = await planGroups(client, handled.flatMap(({ event, drafts }) => drafts.map((draft) => ({ event, draft }))));
+    const recipients = [...new Set(groups.open.map(({ draft }) => draft.recipientActorId))];
     const preferences = await emailPreferences(client, recipients);
     const inserted = await insertNotifications(
       client,
-      handled.flatMap(({ event, drafts }) =>
-        drafts.flatMap((draft) =>
-          channelsFor(draft.kind, preferences.get(draft.recipientActorId)).map((channel) => ({
-            ...draft,
-            sourceEventId: event.id,
-            eventType: event.type as EventType,
-            channel,
-          })),
-        ),
+      groups.open.flatMap(({ event, draft }) =>
+        channelsFor(draft.kind, preferences.get(draft.recipientActorId)).map((channel) => ({
+          ...draft,
+          sourceEventId: event.id,
+          eventType: event.type as EventType,
+          channel,
+        })),
       ),
     );
+    await groups.fold(client);
     await enqueueDeliveries(client, needingDelivery(inserted));
     await enqueueMany(client, jobs);
     await client.query("commit");
-    return new Set(inserted.map((n) => n.sourceEventId));
+    return new Set([...inserted.map((n) => n.sourceEventId), ...groups.counted]);
   });
 }
 

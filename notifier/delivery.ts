@@ -1,9 +1,18 @@
-import type { Pool } from "../lib/db.js";
+import { z } from "zod";
+import type { Pool, Queryable } from "../lib/db.js";
+import { CONFIRMATION_TTL_HOURS, hashConfirmationToken, newConfirmationToken } from "../lib/email-confirmation.js";
 import type { Logger } from "../lib/logger.js";
-import { NO_DELIVERER, reasonCategory, tryLockDelivery, unlockDelivery } from "../lib/notifications.js";
+import {
+  CONFIRMATION_GONE,
+  EMAIL_CONFIRMATION_KIND,
+  NO_DELIVERER,
+  reasonCategory,
+  tryLockDelivery,
+  unlockDelivery,
+} from "../lib/notifications.js";
 import type { Deliverers } from "./deliverers/types.js";
 import type { NotifierMetrics } from "./metrics.js";
-import { loadForDelivery, recordAttempt } from "./store.js";
+import { armConfirmation, loadForDelivery, recordAttempt, type DeliverableNotification } from "./store.js";
 
 /** The spec's in-process retry: 3 attempts, exponential backoff capped at 2 s. */
 export const DELIVERY_ATTEMPTS = 3;
@@ -13,6 +22,21 @@ export const BACKOFF_CAP_MS = 2_000;
 /** Wait before attempt n+1 (n = 1, 2, …): 250 ms, 500 ms, 1 s, 2 s, 2 s, … */
 export function backoffMs(attempt: number): number {
   return Math.min(BACKOFF_BASE_MS * 2 ** (attempt - 1), BACKOFF_CAP_MS);
+}
+
+/**
+ * A confirmation email gets a new token on each delivery run, so the raw
+ * token is never in a row, an event or a job: only its hash is stored, with
+ * an expiry counted from now, and the token rides on the notification to the
+ * email deliverer, which puts the link in the body. It goes to the address the
+ * confirmation is for. Null when that confirmation is gone.
+ */
+async function withConfirmationToken(client: Queryable, notification: DeliverableNotification): Promise<DeliverableNotification | null> {
+  const id = notification.data.emailConfirmationId;
+  if (!z.uuid().safeParse(id).success) return null;
+  const token = newConfirmationToken();
+  const email = await armConfirmation(client, id!, notification.recipientActorId, hashConfirmationToken(token), CONFIRMATION_TTL_HOURS);
+  return email === null ? null : { ...notification, email, confirmationToken: token };
 }
 
 export interface DeliveryOptions {
@@ -53,12 +77,18 @@ export function createDelivery({ pool, deliverers, logger, attempts = DELIVERY_A
         logger.warn({ notificationId, channel: notification.channel }, "notifier: no deliverer; dead-lettered");
         return;
       }
+      const deliverable = notification.kind === EMAIL_CONFIRMATION_KIND ? await withConfirmationToken(client, notification) : notification;
+      if (!deliverable) {
+        await recordAttempt(client, notificationId, "dead_letter", CONFIRMATION_GONE);
+        logger.info({ notificationId }, "notifier: email confirmation no longer pending; dead-lettered");
+        return;
+      }
       // Resume the round where a dead worker left it: a crash never buys extra attempts.
       const firstAttempt = Math.min(notification.roundAttempts + 1, attempts);
       for (let attempt = firstAttempt; attempt <= attempts; attempt++) {
         const timer = metrics?.deliverySeconds.startTimer({ channel: notification.channel });
         try {
-          await deliverer.deliver(notification);
+          await deliverer.deliver(deliverable);
           timer?.({ outcome: "sent" });
           await recordAttempt(client, notificationId, "sent", null);
           logger.info({ notificationId, eventId: notification.sourceEventId, channel: notification.channel }, "notifier: delivered");

@@ -13,6 +13,21 @@ export interface NotificationDraft {
   body: string;
   /** The ids to follow (lostReportId, foundReportId, matchId, animalId, …). */
   data: Record<string, string>;
+  /** Set to count this draft into the recipient's notification of the same group instead (notifier/grouping.ts). */
+  group?: NotificationGroup;
+}
+
+/**
+ * A burst of events about one thing told as one notification: a grouped draft
+ * whose event lies within `windowSeconds` of the group's first event writes
+ * no notification of its own; the first one's rows take `summary(count)`.
+ */
+export interface NotificationGroup {
+  /** What the group is about (`sighting:<lostReportId>`); one group per recipient and key in a window. */
+  key: string;
+  windowSeconds: number;
+  /** The group's text once it counts `count` events, this draft's event the latest. */
+  summary: (count: number) => Pick<NotificationDraft, "subject" | "body" | "data">;
 }
 
 export type EventHandler<T extends EventType> = (event: EventEnvelope<T>) => NotificationDraft[];
@@ -25,46 +40,69 @@ const ids = (fields: Record<string, string | null | undefined>): Record<string, 
 /** A grid-cell centre in words: the same ~1 km precision every public read has. */
 const near = (point: { lat: number; lon: number }) => `near ${point.lat.toFixed(3)}, ${point.lon.toFixed(3)} (within about 1 km)`;
 
-const contactMessageReceived: EventHandler<typeof EventType.ContactMessageReceived> = ({ data }) => [
-  {
-    recipientActorId: data.recipientActorId,
-    kind: CONTACT_MESSAGE_KIND,
-    sourceKey: `${CONTACT_MESSAGE_KIND}:${data.relayMessageId}`,
-    subject: data.foundReportId
-      ? "Someone sent a message about the animal you found"
-      : data.lostReportId
-        ? "Someone sent a message about your lost animal"
-        : "Someone sent a message from your animal's tag",
-    // fromContact is whatever the sender typed; the text says so, because we never verified it.
-    body:
-      `${data.message}\n\nReply to (given by the sender, not verified): ${data.fromContact}` +
-      (data.location ? `\nThe sender shared their location: ${near(data.location)}.` : ""),
-    data: ids({
-      lostReportId: data.lostReportId,
-      foundReportId: data.foundReportId,
-      animalId: data.animalId,
-      relayMessageId: data.relayMessageId,
-    }),
-  },
-];
-
-/** A sighting on my lost report; an unlinked sighting, or one the reporter made on their own report, tells no one. */
-const sightingReported: EventHandler<typeof EventType.SightingReported> = ({ data }) =>
-  data.recipientActorId && data.lostReportId && data.recipientActorId !== data.reporterId
-    ? [
+/** A held message (past its target's daily volume) tells no one now: the hourly digest lists it (notifier/contact-messages-digest.ts). */
+const contactMessageReceived: EventHandler<typeof EventType.ContactMessageReceived> = ({ data }) =>
+  data.held
+    ? []
+    : [
         {
           recipientActorId: data.recipientActorId,
-          kind: "sighting",
-          sourceKey: `sighting:${data.sightingId}`,
-          subject: "Someone saw an animal that may be yours",
+          kind: CONTACT_MESSAGE_KIND,
+          sourceKey: `${CONTACT_MESSAGE_KIND}:${data.relayMessageId}`,
+          subject: data.foundReportId
+            ? "Someone sent a message about the animal you found"
+            : data.lostReportId
+              ? "Someone sent a message about your lost animal"
+              : "Someone sent a message from your animal's tag",
+          // fromContact is whatever the sender typed; the text says so, because we never verified it.
           body:
-            `A sighting was reported on your lost report, seen at ${data.seenAt} ` +
-            `near ${data.location.lat.toFixed(3)}, ${data.location.lon.toFixed(3)} (within about 1 km). ` +
-            "Open the report to see all sightings.",
-          data: ids({ lostReportId: data.lostReportId, sightingId: data.sightingId }),
+            `${data.message}\n\nReply to (given by the sender, not verified): ${data.fromContact}` +
+            (data.location ? `\nThe sender shared their location: ${near(data.location)}.` : ""),
+          data: ids({
+            lostReportId: data.lostReportId,
+            foundReportId: data.foundReportId,
+            animalId: data.animalId,
+            relayMessageId: data.relayMessageId,
+          }),
         },
-      ]
-    : [];
+      ];
+
+/** An owner hears of a report's sightings at most once per this many seconds; the later ones are counted into that notification. */
+export const SIGHTING_GROUP_WINDOW_SECONDS = 600;
+
+/**
+ * A sighting on my lost report; an unlinked sighting, or one the reporter made
+ * on their own report, tells no one. Grouped per report: the sightings within
+ * 10 minutes of the first are counted into its notification, in the app and in
+ * its email while unsent, and send nothing new.
+ */
+const sightingReported: EventHandler<typeof EventType.SightingReported> = ({ data }) => {
+  if (!data.recipientActorId || !data.lostReportId || data.recipientActorId === data.reporterId) return [];
+  const seen = `seen at ${data.seenAt} ${near(data.location)}`;
+  const about = ids({ lostReportId: data.lostReportId, sightingId: data.sightingId });
+  const minutes = SIGHTING_GROUP_WINDOW_SECONDS / 60;
+  return [
+    {
+      recipientActorId: data.recipientActorId,
+      kind: "sighting",
+      sourceKey: `sighting:${data.sightingId}`,
+      subject: "Someone saw an animal that may be yours",
+      body: `A sighting was reported on your lost report, ${seen}. Open the report to see all sightings.`,
+      data: about,
+      group: {
+        key: `sighting:${data.lostReportId}`,
+        windowSeconds: SIGHTING_GROUP_WINDOW_SECONDS,
+        summary: (count) => ({
+          subject: `${count} sightings of an animal that may be yours`,
+          body:
+            `${count} sightings were reported on your lost report within ${minutes} minutes; the latest was ${seen}. ` +
+            "Open the report to see all sightings.",
+          data: { ...about, sightingCount: String(count) },
+        }),
+      },
+    },
+  ];
+};
 
 const contentNames: Record<string, string> = {
   lost_report: "lost report",

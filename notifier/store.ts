@@ -123,8 +123,13 @@ export interface DeliverableNotification {
   data: Record<string, string>;
   /** The event it came from, logged so one event can be followed across the three processes. */
   sourceEventId: string | null;
-  /** The recipient's address, read at delivery time so a corrected address applies to a replay. */
+  /**
+   * The recipient's address, read at delivery time so a corrected address applies to a replay. It is the
+   * address in use, which the API sets only once confirmed; a confirmation email goes to the address it confirms.
+   */
   email: string | null;
+  /** A confirmation email's token, made for this delivery and stored only hashed: the email deliverer puts its link in the body. */
+  confirmationToken?: string;
 }
 
 export async function loadForDelivery(client: Queryable, id: string): Promise<DeliverableNotification | null> {
@@ -137,6 +142,28 @@ export async function loadForDelivery(client: Queryable, id: string): Promise<De
     [id],
   );
   return rows[0] ?? null;
+}
+
+/**
+ * Gives a waiting email confirmation the hash of a new token and an expiry
+ * counted from now, for the delivery about to send its link; the address it
+ * confirms, or null when it is gone (replaced by another address, cleared or
+ * used), which makes any earlier link of it stop working.
+ */
+export async function armConfirmation(
+  client: Queryable,
+  emailConfirmationId: string,
+  actorId: string,
+  tokenHash: Buffer,
+  ttlHours: number,
+): Promise<string | null> {
+  const { rows } = await client.query<{ email: string }>(
+    `update email_confirmation set token_hash = $3::bytea, expires_at = now() + make_interval(hours => $4::int)
+     where id = $1::uuid and actor_id = $2::text
+     returning email`,
+    [emailConfirmationId, actorId, tokenHash, ttlHours],
+  );
+  return rows[0]?.email ?? null;
 }
 
 /** Records one delivery attempt: its outcome, the error (if any) and the time. */

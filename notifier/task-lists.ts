@@ -3,12 +3,14 @@ import type { Pool } from "../lib/db.js";
 import type { Logger } from "../lib/logger.js";
 import { ALERTS_DIGEST_CRONTAB, ALERTS_DIGEST_TASK, alertsDigestTask } from "../jobs/alerts-digest.js";
 import { ALERTS_SWEEP_CRONTAB, ALERTS_SWEEP_TASK, alertsSweepTask } from "../jobs/alerts-sweep.js";
+import { CONTACT_MESSAGES_DIGEST_CRONTAB, CONTACT_MESSAGES_DIGEST_TASK, contactMessagesDigestTask } from "../jobs/contact-messages-digest.js";
 import { matchSubjectTask } from "../jobs/match-subject.js";
 import { notificationDeliverTask } from "../jobs/notification-deliver.js";
 import { MATCH_SUBJECT_TASK, NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
 import { runDigest } from "./alerts/digest.js";
 import { requeueStalledFanouts, type FanoutOptions } from "./alerts/fanout.js";
 import { fanoutTasks } from "./alerts/worker.js";
+import { runContactMessageDigest } from "./contact-messages-digest.js";
 import { createDelivery } from "./delivery.js";
 import type { Deliverers } from "./deliverers/types.js";
 import { createMatcher } from "./matching/matcher.js";
@@ -22,7 +24,7 @@ import type { NotifierMetrics } from "./metrics.js";
  */
 
 /** The notifier worker's recurring tasks. */
-export const NOTIFIER_CRONTAB = [ALERTS_DIGEST_CRONTAB, ALERTS_SWEEP_CRONTAB].join("\n");
+export const NOTIFIER_CRONTAB = [ALERTS_DIGEST_CRONTAB, ALERTS_SWEEP_CRONTAB, CONTACT_MESSAGES_DIGEST_CRONTAB].join("\n");
 
 /** The alert fan-out's recurring tasks: the morning digest and the stall sweep. */
 export function alertHousekeepingTasks(pool: Pool, fanout?: FanoutOptions): TaskList {
@@ -48,13 +50,14 @@ export interface NotifierTaskOptions {
 
 /**
  * Every task the notifier's main graphile-worker runner runs: deliveries,
- * matching, and the alert crons. The fan-out's batches run on a runner of
- * their own (notifier/alerts/worker.ts).
+ * matching, the alert crons and the held contact messages' digest. The
+ * fan-out's batches run on a runner of their own (notifier/alerts/worker.ts).
  */
 export function notifierTasks({ pool, deliverers, logger, metrics, wakeRelay }: NotifierTaskOptions): TaskList {
   return {
     [NOTIFICATION_DELIVER_TASK]: notificationDeliverTask(createDelivery({ pool, deliverers, logger, metrics })),
     [MATCH_SUBJECT_TASK]: matchSubjectTask(createMatcher({ pool, logger, wakeRelay })),
     ...alertHousekeepingTasks(pool),
+    [CONTACT_MESSAGES_DIGEST_TASK]: contactMessagesDigestTask(() => runContactMessageDigest(pool)),
   } as TaskList;
 }

@@ -89,11 +89,13 @@ export const emergencyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { poo
         summary: "Set the emergency profile and issue a fresh public token (owner only)",
         description:
           "Every PUT issues a new random 256-bit token and replaces the stored SHA-256 hash, so the previous token " +
-          "(and any printed QR code) stops working at once. A profile an admin revoked becomes live again under the " +
-          "new token. The token is returned only here.",
+          "(and any printed QR code) stops working at once. The token is returned only here. A profile an admin " +
+          "revoked stays revoked until an admin lifts the revocation " +
+          "(POST /v1/admin/animals/{animalId}/emergency-profile/lift-revocation): until then this PUT is 409 " +
+          "`conflict` and changes nothing; after it, the PUT issues a fresh token and the profile is live again.",
         params: IdParams,
         body: EmergencyProfileBody,
-        response: { 200: EmergencyToken, ...problemResponses(400, 401, 403, 404) },
+        response: { 200: EmergencyToken, ...problemResponses(400, 401, 403, 404, 409) },
       },
     },
     async (request, reply) => {
@@ -103,7 +105,11 @@ export const emergencyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { poo
         const animal = await store.getAnimal(client, request.params.id);
         if (!animal) throw problems.notFound("animal");
         if (animal.ownerId !== actor.id) throw problems.forbidden("only the owner can set the emergency profile");
-        await store.upsertEmergencyProfile(client, animal.id, hashToken(token), request.body);
+        if (!(await store.upsertEmergencyProfile(client, animal.id, hashToken(token), request.body))) {
+          throw problems.conflict(
+            "an administrator revoked this emergency profile; it stays revoked until an administrator lifts the revocation",
+          );
+        }
       });
       return reply
         .header("cache-control", "no-store")

@@ -45,24 +45,30 @@ export async function getAnimal(client: Queryable, id: string): Promise<AnimalRo
 
 /**
  * Stores the profile with a new token hash. The old hash is replaced, so the
- * previous token stops working in the same commit; a revoked profile is
- * live again under the new token.
+ * previous token stops working in the same commit. A profile an admin revoked
+ * is live again under the new token only once an admin has lifted the
+ * revocation: until then nothing is written and this returns false. The
+ * condition is read on the locked row (on conflict), so a revocation that
+ * commits meanwhile is never overwritten.
  */
 export async function upsertEmergencyProfile(
   client: Queryable,
   animalId: string,
   tokenHash: Buffer,
   body: EmergencyProfileBody,
-): Promise<void> {
-  await client.query(
+): Promise<boolean> {
+  const { rowCount } = await client.query(
     `insert into emergency_profile (animal_id, token_hash, medical_notes, instructions, show_name)
      values ($1::uuid, $2::bytea, $3::text, $4::text, $5::boolean)
      on conflict (animal_id) do update
        set token_hash = excluded.token_hash, medical_notes = excluded.medical_notes,
            instructions = excluded.instructions, show_name = excluded.show_name,
-           issued_at = now(), revoked_at = null, revoked_by = null, revoke_reason = null, updated_at = now()`,
+           issued_at = now(), revoked_at = null, revoked_by = null, revoke_reason = null,
+           revocation_lifted_at = null, updated_at = now()
+       where emergency_profile.revoked_at is null or emergency_profile.revocation_lifted_at is not null`,
     [animalId, tokenHash, body.medicalNotes ?? null, body.instructions ?? null, body.showName],
   );
+  return rowCount === 1;
 }
 
 export interface PublicProfileRow {

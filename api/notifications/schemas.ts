@@ -1,9 +1,15 @@
 import { z } from "zod";
-import { CHANNELS, NOTIFICATION_KINDS, NOTIFICATION_STATUSES } from "../../lib/notifications.js";
+import { CHANNELS, EMAIL_CONFIRMATION_KIND, NOTIFICATION_KINDS, NOTIFICATION_STATUSES } from "../../lib/notifications.js";
 
 export const Channel = z.enum(CHANNELS);
 export const NotificationStatus = z.enum(NOTIFICATION_STATUSES);
 export const NotificationKind = z.enum(NOTIFICATION_KINDS);
+/** The kinds one may choose to get by email: a confirmation email goes to the address it confirms whatever is chosen. */
+export const EmailKind = NotificationKind.exclude([EMAIL_CONFIRMATION_KIND]);
+export type EmailKind = z.output<typeof EmailKind>;
+
+export const EMAIL_STATUSES = ["none", "pending", "confirmed"] as const;
+export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 
 export const MyNotification = z
   .object({
@@ -24,9 +30,17 @@ export type MyNotification = z.output<typeof MyNotification>;
 
 export const NotificationPreferences = z
   .object({
-    email: z.string().nullable(),
-    emailKinds: z.array(NotificationKind).nullable().describe("Kinds also sent by email; null means every kind."),
-    channel: Channel.describe("The earlier single-channel view: email when some kinds go by email to an address, else in_app."),
+    email: z.string().nullable().describe("The address last set: the one in use, or the one awaiting confirmation (emailStatus)."),
+    emailStatus: z
+      .enum(EMAIL_STATUSES)
+      .describe(
+        "none: no address. pending: a confirmation email went to the address, and no other email goes to it until its link " +
+          "is followed. confirmed: the address gets notification email (with EMAIL_VERIFICATION=off, as soon as it is set).",
+      ),
+    emailKinds: z.array(EmailKind).nullable().describe("Kinds also sent by email; null means every kind."),
+    channel: Channel.describe(
+      "The earlier single-channel view: email when some kinds go by email to a confirmed address, else in_app.",
+    ),
     updatedAt: z.string().nullable(),
   })
   .meta({ id: "NotificationPreferences" });
@@ -35,7 +49,7 @@ export type NotificationPreferences = z.output<typeof NotificationPreferences>;
 export const PutNotificationPreferencesBody = z
   .object({
     email: z.email().max(254).nullable().optional(),
-    emailKinds: z.array(NotificationKind).max(NOTIFICATION_KINDS.length).optional(),
+    emailKinds: z.array(EmailKind).max(NOTIFICATION_KINDS.length).optional(),
     channel: Channel.optional().describe("Still accepted: in_app means emailKinds [], email means every kind. emailKinds wins when both are sent."),
   })
   .strict()
@@ -44,3 +58,10 @@ export const PutNotificationPreferencesBody = z
 export type PutNotificationPreferencesBody = z.output<typeof PutNotificationPreferencesBody>;
 
 export const ReadResult = z.object({ id: z.uuid(), readAt: z.string() }).meta({ id: "NotificationRead" });
+
+/** GET /v1/me/email/confirm: the token from the confirmation email's link. Any string is taken, and every bad one gets the same 404. */
+export const EmailConfirmQuery = z.object({
+  token: z.string().optional().describe("The token of the confirmation email's link: 43 characters of base64url."),
+});
+
+export const EmailConfirmed = z.object({ emailStatus: z.literal("confirmed") }).meta({ id: "EmailConfirmed" });

@@ -29,8 +29,8 @@ import { PhotoAccepted, PhotoDetail, PhotoParams, PhotoUploadBody } from "./sche
 import { servePhotoRoute } from "./serve.js";
 import { VariantCache } from "./variant-cache.js";
 import * as store from "./store.js";
-import { checkImage, closeIfBodyUnread, MULTIPART_ALLOWANCE_BYTES, readPhotoPart, refuseDeclaredOversize } from "./upload.js";
-import { registerUploadSlotMetrics, UploadSlots } from "./upload-slots.js";
+import { checkImage, closeIfBodyUnread, MULTIPART_ALLOWANCE_BYTES, readPhotoPart, refuseDeclaredOversize, type ReadPhoto } from "./upload.js";
+import { registerUploadSlotMetrics, UploadSlots, UploadsInFlight } from "./upload-slots.js";
 import { photoDetail } from "./views.js";
 
 const uploadTargets: Array<{ path: string; parent: PhotoParentType; what: string; who: string }> = [
@@ -48,7 +48,7 @@ const documentedBodyOnly: FastifySchemaCompiler<unknown> = (route) =>
   route.httpPart === "body" ? () => ({ value: undefined }) : (validatorCompiler(route as never) as ReturnType<FastifySchemaCompiler<unknown>>);
 
 const cap = `${MAX_UPLOAD_BYTES} bytes (10 MiB)`;
-/** Told to a client refused for want of an upload slot: about how long a few uploads take to be read and stored. */
+/** Told to a client refused for want of an upload slot, or for one already in flight: about how long a few uploads take to be read and stored. */
 const BUSY_RETRY_AFTER_SECONDS = 5;
 
 /** Upload, status, delete and serving of photos (contract part 2, "Photos"). */
@@ -58,6 +58,7 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }>
   // Shared by the three upload routes: the memory bound is per process.
   const slots = new UploadSlots(config.API_PHOTO_UPLOAD_CONCURRENCY, MAX_UPLOAD_BYTES);
   registerUploadSlotMetrics(metrics, slots);
+  const inFlight = new UploadsInFlight();
   const waitSeconds = config.API_PHOTO_UPLOAD_WAIT_MS / 1000;
   const busy = () =>
     problems.unavailable(`the server is reading as many uploads as it can; none could start within ${waitSeconds} s`, BUSY_RETRY_AFTER_SECONDS);
@@ -66,7 +67,8 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }>
     app.post(
       path,
       {
-        config: { auth: "actor" },
+        // The body's time is bounded here (the slot wait, the idle and body timeouts), not by API_REQUEST_TIMEOUT_MS.
+        config: { auth: "actor", timeLimits: "own" },
         validatorCompiler: documentedBodyOnly,
         schema: {
           tags: ["photos"],
@@ -80,16 +82,21 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }>
             `headers, before any pixel is decoded) is 422 validation-failed. At most ${MAX_PHOTOS_PER_PARENT} photos ` +
             `that are not deleted per ${what} (409 conflict). Not the ${who}: 403; unknown ${what}: 404. A declared ` +
             `Content-Length over the cap plus ${MULTIPART_ALLOWANCE_BYTES} bytes for the form is 413 before any of the ` +
-            `body is read. The server reads a few uploads at once (API_PHOTO_UPLOAD_CONCURRENCY); the others wait for ` +
-            `their turn, and one that could not start within API_PHOTO_UPLOAD_WAIT_MS (30 s) is 503 ` +
-            `service-unavailable with a Retry-After header. A body that has not fully arrived within ` +
-            `API_PHOTO_UPLOAD_BODY_TIMEOUT_MS (120 s) of its reading starting is 408 request-timeout. On any refusal ` +
+            `body is read. One upload at a time per caller: a second one while the first is in flight is 429 ` +
+            `rate-limited with a Retry-After header, so send photos one after another. The server reads a few ` +
+            `uploads at once (API_PHOTO_UPLOAD_CONCURRENCY), each taking its place once the photo's first 64 KiB ` +
+            `have arrived (a smaller photo needs none); the others wait for their turn, their body not read ` +
+            `meanwhile, and one that could not go on within API_PHOTO_UPLOAD_WAIT_MS (30 s) is 503 ` +
+            `service-unavailable with a Retry-After header. A body that sends nothing for ` +
+            `API_PHOTO_UPLOAD_IDLE_TIMEOUT_MS (10 s), before its first bytes or between two, or has not fully arrived ` +
+            `within API_PHOTO_UPLOAD_BODY_TIMEOUT_MS (120 s) of its reading starting (the wait not counted), is 408 ` +
+            `request-timeout; these limits replace API_REQUEST_TIMEOUT_MS for this route. On any refusal ` +
             `nothing is stored. Accepted: 202 {id, status: processing}; the original is kept privately until a job ` +
             `has made the thumb and display variants, then the photo is ready (GET /v1/photos/{photoId}).`,
           consumes: ["multipart/form-data"],
           params: IdParams,
           body: PhotoUploadBody,
-          response: { 202: PhotoAccepted, ...problemResponses(400, 401, 403, 404, 408, 409, 413, 415, 422, 503) },
+          response: { 202: PhotoAccepted, ...problemResponses(400, 401, 403, 404, 408, 409, 413, 415, 422, 429, 503) },
         },
       },
       async (request, reply) => {
@@ -103,14 +110,21 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }>
         closeIfBodyUnread(request, reply);
         // Before reading the body: a refused caller costs no upload.
         refuseDeclaredOversize(request);
-        refuse(await store.parentOwner(pool, parent), await store.countLivePhotos(pool, parent));
-
-        const slot = await slots.acquire(config.API_PHOTO_UPLOAD_WAIT_MS, request.signal);
-        if (!slot) throw busy();
+        const done = inFlight.claim(actor.id);
+        if (!done) throw problems.rateLimited(BUSY_RETRY_AFTER_SECONDS, "an upload of yours is still in flight; send photos one after another");
         const id = randomUUID();
+        let read: ReadPhoto | undefined;
         try {
-          // The slot is held while its buffer holds the bytes: read, checked, hashed and stored.
-          const bytes = await readPhotoPart(request, { into: slot.buffer, deadlineMs: config.API_PHOTO_UPLOAD_BODY_TIMEOUT_MS });
+          refuse(await store.parentOwner(pool, parent), await store.countLivePhotos(pool, parent));
+          read = await readPhotoPart(request, {
+            slots,
+            waitMs: config.API_PHOTO_UPLOAD_WAIT_MS,
+            idleMs: config.API_PHOTO_UPLOAD_IDLE_TIMEOUT_MS,
+            deadlineMs: config.API_PHOTO_UPLOAD_BODY_TIMEOUT_MS,
+            busy,
+          });
+          // The slot, if the photo took one, is held while its buffer holds the bytes: checked, hashed and stored.
+          const { bytes } = read;
           const image = await checkImage(bytes);
           const sha256 = sha256Hex(bytes);
           const key = originalKey(sha256);
@@ -125,7 +139,8 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }>
             await storage.put(key, bytes, IMAGE_MIME_TYPES[image.type]);
           });
         } finally {
-          slot.release();
+          read?.release();
+          done();
         }
         return reply.code(202).header("location", `/v1/photos/${id}`).send({ id, status: "processing" as const });
       },

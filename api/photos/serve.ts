@@ -11,7 +11,11 @@ import { VariantParams } from "./schemas.js";
 import { getPhoto } from "./store.js";
 import type { VariantCache } from "./variant-cache.js";
 
-/** Variants never change: their key is the hash of their bytes. */
+/**
+ * Variants never change: their key is the hash of their bytes. The cost: a CDN
+ * keeps serving one after its photo stops being public, until it is purged
+ * (docs/operations.md, "Photos in a CDN", says when and how).
+ */
 const IMMUTABLE = "public, max-age=31536000, immutable";
 /** What the owner or an admin is shown of a photo hidden from the public must not sit in a shared cache. */
 const PRIVATE = "private, no-store";

@@ -10,8 +10,10 @@ export interface UploadSlot {
 
 /**
  * A counting semaphore for photo uploads whose slots each own one buffer of
- * the upload limit: an upload holds a slot from the moment its body starts to
- * be read until its bytes are stored or refused, so at most `capacity`
+ * the upload limit: an upload holds a slot from the moment its photo's first
+ * 64 KiB have arrived (upload.ts) until its bytes are stored or refused, so
+ * a client that sends headers and a few bytes and stops holds none, and at
+ * most `capacity`
  * buffers exist, however many uploads arrive. They are reused rather than
  * allocated per upload: a fresh 10 MiB buffer per upload is garbage that the
  * collector frees late and the allocator returns to the system later still,
@@ -77,6 +79,27 @@ export class UploadSlots {
         this.spare.push(buffer);
         this.queue.shift()?.();
       },
+    };
+  }
+}
+
+/**
+ * The actors with an upload being handled in this process: one at a time
+ * each, so one account cannot hold several slots or places in the queue.
+ * Per process, as the slots are: that is what it protects.
+ */
+export class UploadsInFlight {
+  private readonly actors = new Set<string>();
+
+  /** A release for the actor's upload, or null when the actor already has one in flight. */
+  claim(actorId: string): (() => void) | null {
+    if (this.actors.has(actorId)) return null;
+    this.actors.add(actorId);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.actors.delete(actorId);
     };
   }
 }

@@ -3,13 +3,15 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { findTruncation, ImageRejected, inspectImage, sniffImageType, type ImageInfo } from "../../lib/images/index.js";
 import { MAX_UPLOAD_BYTES } from "../../lib/photos.js";
 import { ProblemError, problems } from "../../lib/problems.js";
+import type { UploadSlot, UploadSlots } from "./upload-slots.js";
 
 /**
  * Reading and checking an upload: `multipart/form-data` with exactly one file
  * part `photo`, at most MAX_UPLOAD_BYTES, taken from the stream into the
- * upload slot's buffer (upload-slots.ts), which can never grow past the limit
- * (busboy stops handing over bytes there and the 413 is answered at once).
- * Nothing here stores anything.
+ * upload slot's buffer (upload-slots.ts) once its first SLOT_THRESHOLD_BYTES
+ * have arrived; the buffer can never grow past the limit (busboy stops
+ * handing over bytes there and the 413 is answered at once). Nothing here
+ * stores anything.
  */
 
 // A form has the file and perhaps a few small text fields (a caption a client sends along); anything more is refused.
@@ -68,63 +70,178 @@ function asUploadProblem(err: unknown): ProblemError {
   return known ? known() : problems.validation("the multipart/form-data body is malformed");
 }
 
-interface CappedRead {
-  bytes: Promise<Buffer>;
-  /** Stops copying for good (the rest of the part is discarded): the buffer goes to the next upload once this one is answered. */
-  detach(): void;
+/** A photo's first bytes are kept in the upload's own memory up to this much; past it the upload needs a slot (upload-slots.ts). */
+export const SLOT_THRESHOLD_BYTES = 64 * 1024;
+
+const seconds = (ms: number) => (ms < 1000 ? `${ms} ms` : `${ms / 1000} s`);
+
+/** The read photo's bytes; `release` gives back the slot they are in, if the photo took one. */
+export interface ReadPhoto {
+  bytes: Buffer;
+  /** Call once nothing reads `bytes` any more. Twice is harmless. */
+  release(): void;
+}
+
+export interface ReadLimits {
+  slots: UploadSlots;
+  /** How long a photo that needs a slot waits for one, then 503 (`busy`). */
+  waitMs: number;
+  /** How long the body may send nothing, before its first bytes or between two, then 408. */
+  idleMs: number;
+  /** How long the body may take to arrive, its wait for a slot not counted, then 408. */
+  deadlineMs: number;
+  busy: () => ProblemError;
 }
 
 /**
- * The file's bytes, copied as they arrive into `into` (the upload slot's
- * buffer, as large as the limit): no chunk list and no concatenation, so an
- * upload never costs more than its slot. Rejects with 413 as soon as busboy
- * reports the limit passed.
+ * The body's two time limits. Both stand still while the photo waits for a
+ * slot: its stream is paused then, so the socket is not read and the silence
+ * is the server's, not the client's.
  */
-function readCapped(file: BusboyFileStream, into: Buffer): CappedRead {
-  const limit = into.length;
+class BodyClock {
+  private idle: NodeJS.Timeout | undefined;
+  private deadline: NodeJS.Timeout | undefined;
+  private deadlineLeft: number;
+  private runningSince = 0;
+
+  constructor(
+    private readonly limits: Pick<ReadLimits, "idleMs" | "deadlineMs">,
+    private readonly cutOff: (problem: ProblemError) => void,
+  ) {
+    this.deadlineLeft = limits.deadlineMs;
+  }
+
+  run(): void {
+    this.runningSince = performance.now();
+    const { deadlineMs } = this.limits;
+    this.deadline = setTimeout(() => this.cutOff(problems.requestTimeout(`the upload did not arrive within ${seconds(deadlineMs)}`)), this.deadlineLeft);
+    this.heard();
+  }
+
+  /** Bytes arrived: the idle limit starts over. */
+  heard(): void {
+    if (this.deadline === undefined) return;
+    clearTimeout(this.idle);
+    const { idleMs } = this.limits;
+    this.idle = setTimeout(() => this.cutOff(problems.requestTimeout(`the upload sent nothing for ${seconds(idleMs)}`)), idleMs);
+  }
+
+  pause(): void {
+    if (this.deadline === undefined) return;
+    this.stop();
+    this.deadlineLeft -= performance.now() - this.runningSince;
+  }
+
+  stop(): void {
+    clearTimeout(this.idle);
+    clearTimeout(this.deadline);
+    this.idle = this.deadline = undefined;
+  }
+}
+
+interface FileRead {
+  bytes: Promise<Buffer>;
+  /** Stops copying for good (the rest of the part is discarded); from then on nothing writes to the slot's buffer. */
+  detach(): void;
+  /** The slot holding the bytes, once the photo took one. */
+  slot(): UploadSlot | null;
+}
+
+/**
+ * The file's bytes: the first SLOT_THRESHOLD_BYTES are kept in the upload's
+ * own small buffers, so a client that sends a few bytes and stops holds no
+ * slot; past them the stream is paused until a slot is free (at most
+ * `waitMs`, then `busy`), and the bytes are copied into the slot's buffer,
+ * as large as the limit, as they arrive: no chunk list and no concatenation,
+ * so an upload never costs more than its slot. A photo that ends within the
+ * threshold never takes a slot. Rejects with 413 as soon as busboy reports
+ * the limit passed.
+ */
+function readFile(file: BusboyFileStream, limits: ReadLimits, clock: BodyClock, signal: AbortSignal): FileRead {
+  const head: Buffer[] = [];
   let length = 0;
-  const onData = (chunk: Buffer) => {
+  let slot: UploadSlot | null = null;
+  let waiting = false;
+  let detached = false;
+  let ended = false;
+  let fail: (err: unknown) => void = () => undefined;
+  let finish: () => void = () => undefined;
+
+  const intoSlot = (chunk: Buffer) => {
+    const into = slot!.buffer;
     // busboy never hands over more than the limit; the check keeps the copy in bounds regardless.
-    const taken = Math.min(limit - length, chunk.length);
+    const taken = Math.min(into.length - length, chunk.length);
     chunk.copy(into, length, 0, taken);
     length += taken;
   };
+  const takeSlot = async () => {
+    waiting = true;
+    file.pause();
+    clock.pause();
+    const granted = await limits.slots.acquire(limits.waitMs, signal);
+    waiting = false;
+    if (detached) return granted?.release();
+    if (!granted) return fail(limits.busy());
+    slot = granted;
+    const kept = head.splice(0);
+    length = 0;
+    for (const chunk of kept) intoSlot(chunk);
+    clock.run();
+    // The part may have ended while its last bytes waited here.
+    if (ended) return finish();
+    file.resume();
+  };
+  const onData = (chunk: Buffer) => {
+    if (slot) return intoSlot(chunk);
+    // A copy: busboy's chunk is a view of the socket's read buffer, which it would keep alive.
+    head.push(Buffer.from(chunk));
+    length += chunk.length;
+    if (length > SLOT_THRESHOLD_BYTES && !waiting) void takeSlot();
+  };
   const detach = () => {
+    detached = true;
     file.off("data", onData);
     // Still flowing, so the request can end.
     file.resume();
   };
   const bytes = new Promise<Buffer>((resolve, reject) => {
-    file.on("data", onData);
-    file.once("limit", () => {
+    fail = (err) => {
       detach();
-      reject(problems.payloadTooLarge(limit));
+      reject(err);
+    };
+    file.on("data", onData);
+    file.once("limit", () => fail(problems.payloadTooLarge(MAX_UPLOAD_BYTES)));
+    finish = () => {
+      if (file.truncated) return reject(problems.payloadTooLarge(MAX_UPLOAD_BYTES));
+      resolve(slot ? slot.buffer.subarray(0, length) : Buffer.concat(head, length));
+    };
+    file.once("end", () => {
+      ended = true;
+      if (!waiting) finish();
     });
-    file.once("end", () => (file.truncated ? reject(problems.payloadTooLarge(limit)) : resolve(into.subarray(0, length))));
     file.once("error", reject);
   });
-  return { bytes, detach };
+  return { bytes, detach, slot: () => slot };
 }
 
-const seconds = (ms: number) => (ms < 1000 ? `${ms} ms` : `${ms / 1000} s`);
-
 /**
- * The bytes of the one file part `photo`, in `into` (at most its length):
- * 415 for a body that is not multipart, 400 for a malformed or wrong form,
- * 413 past the limit, 408 when the whole body has not arrived within
- * `deadlineMs`. The form is parsed to its end (a second file is only seen
- * there) while the file is read as it arrives; a 413 or 408 answers at once,
- * without waiting for the rest. Once this returns or throws, nothing writes
- * to `into` any more.
+ * The bytes of the one file part `photo`: 415 for a body that is not
+ * multipart, 400 for a malformed or wrong form, 413 past the limit, 503 when
+ * it needed a slot and none came within `waitMs`, 408 when the body sent
+ * nothing for `idleMs` or has not all arrived within `deadlineMs`. The form
+ * is parsed to its end (a second file is only seen there) while the file is
+ * read as it arrives; a 413, 408 or 503 answers at once, without waiting for
+ * the rest. On a refusal the slot, if one was taken, is already given back.
  */
-export async function readPhotoPart(request: FastifyRequest, { into, deadlineMs }: { into: Buffer; deadlineMs: number }): Promise<Buffer> {
+export async function readPhotoPart(request: FastifyRequest, limits: ReadLimits): Promise<ReadPhoto> {
   if (!request.isMultipart()) {
     throw problems.unsupportedMediaType("send multipart/form-data with one file part named photo");
   }
   // A holder, not a variable: the loop below assigns it in a closure, which narrowing cannot follow.
-  const file: { photo: CappedRead | null } = { photo: null };
+  const file: { photo: FileRead | null } = { photo: null };
   let stopEarly: (err: unknown) => void = () => undefined;
   const early = new Promise<never>((_resolve, reject) => (stopEarly = reject));
+  const clock = new BodyClock(limits, (problem) => stopEarly(problem));
   const parse = async () => {
     for await (const part of request.parts({ limits: MULTIPART_LIMITS })) {
       if (part.type !== "file") continue;
@@ -133,12 +250,15 @@ export async function readPhotoPart(request: FastifyRequest, { into, deadlineMs 
         throw problems.validation("the file part must be named photo", [{ path: part.fieldname.slice(0, 100), message: "unexpected file part" }]);
       }
       // Not awaited here: busboy ends a part that the body cuts off only by failing the form, which the loop sees.
-      file.photo = readCapped(part.file, into);
+      file.photo = readFile(part.file, limits, clock, request.signal);
       file.photo.bytes.catch(stopEarly);
     }
   };
-  const deadline = setTimeout(() => stopEarly(problems.requestTimeout(`the upload did not arrive within ${seconds(deadlineMs)}`)), deadlineMs);
   const parsing = parse();
+  // Any bytes of the body, the form's own included, count as heard; listened to once the form parser reads the body, which it starts synchronously.
+  const heard = () => clock.heard();
+  request.raw.on("data", heard);
+  clock.run();
   // Whichever settles first decides; the other's later failure is already answered.
   parsing.catch(() => undefined);
   early.catch(() => undefined);
@@ -146,15 +266,20 @@ export async function readPhotoPart(request: FastifyRequest, { into, deadlineMs 
   try {
     await Promise.race([parsing, early]);
     if (!file.photo) throw problems.validation("a file part named photo is required", [{ path: "photo", message: "missing" }]);
-    bytes = await file.photo.bytes;
+    bytes = await Promise.race([file.photo.bytes, early]);
+    if (bytes.length === 0) throw problems.validation("the photo is empty", [{ path: "photo", message: "empty" }]);
   } catch (err) {
+    file.photo?.detach();
+    file.photo?.slot()?.release();
     throw asUploadProblem(err);
   } finally {
-    clearTimeout(deadline);
-    file.photo?.detach();
+    clock.stop();
+    request.raw.off("data", heard);
   }
-  if (bytes.length === 0) throw problems.validation("the photo is empty", [{ path: "photo", message: "empty" }]);
-  return bytes;
+  const photo = file.photo!;
+  photo.detach();
+  const slot = photo.slot();
+  return { bytes, release: () => slot?.release() };
 }
 
 /**

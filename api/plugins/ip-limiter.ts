@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { clientAddressKey } from "../../lib/client-address.js";
 
 export interface TokenBucketOptions {
   ratePerSecond: number;
@@ -13,8 +14,9 @@ interface Bucket {
 }
 
 /**
- * In-memory token buckets keyed by client IP (single-instance limiter, as the
- * spec says). take() does no I/O and allocates only for a new key.
+ * In-memory token buckets keyed by client address (clientAddressKey: an
+ * IPv6 client by its /64), a single-instance limiter as the spec says.
+ * take() does no I/O and allocates only for a new key.
  */
 export class TokenBuckets {
   private readonly buckets = new Map<string, Bucket>();
@@ -83,7 +85,7 @@ export function registerIpLimiter(app: FastifyInstance, problemBaseUrl: string, 
   sweeper.unref();
   app.addHook("onClose", async () => clearInterval(sweeper));
   const refuse = (request: FastifyRequest, reply: FastifyReply): boolean => {
-    const wait = buckets.take(request.ip, now());
+    const wait = buckets.take(clientAddressKey(request.ip), now());
     if (wait === 0) return false;
     reply
       .code(429)

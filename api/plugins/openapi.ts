@@ -14,7 +14,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         version: "1.0.0",
         description:
           "Lost and found reports, nearby alerts, sightings, a contact relay, emergency profiles, moderation, admin and notifications. " +
-          "Errors are RFC 7807 application/problem+json. Listings take ?limit= (default 50, max 200) and an opaque ?cursor=.",
+          "Errors are RFC 7807 application/problem+json. Listings take ?limit= (default 50, max 200) and an opaque ?cursor=. " +
+          "Every request has a time limit: headers must arrive within 10 s and a body within API_REQUEST_TIMEOUT_MS (30 s) of " +
+          "its headers, or the answer is 408 request-timeout and the connection is closed (photo uploads have their own limits, " +
+          "given on their routes).",
       },
       components: {
         securitySchemes: {

@@ -51,7 +51,7 @@ function layout(m: Messages, title: string, main: string, withScript: boolean): 
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex, nofollow">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="strict-origin">
 <title>${title} · ${t(m.service)}</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/t/assets/${TAG_CSS.name}">

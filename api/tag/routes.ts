@@ -36,7 +36,9 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
     .type("text/html; charset=utf-8")
     .header("content-security-policy", CONTENT_SECURITY_POLICY)
     .header("x-content-type-options", "nosniff")
-    .header("referrer-policy", "no-referrer")
+    // Not no-referrer: with it a browser sends `Origin: null` even on the page's own form post (Fetch), which
+    // the same-origin check cannot tell from another site's. strict-origin sends the origin alone, never the token.
+    .header("referrer-policy", "strict-origin")
     .header("x-robots-tag", "noindex, nofollow")
     .header("cache-control", "no-store")
     .header("vary", "Accept-Language");
@@ -109,7 +111,14 @@ export const tagRoutes: FastifyPluginAsync<TagRoutesOptions> = async (plain, { p
     else request.log.info({ problem: problem.slug }, "request refused");
     if (!prefersHtml(request.headers.accept)) return sendProblem(reply, config.PROBLEM_BASE_URL, problem);
     const m = messagesFor(request);
-    const copy = problem.status === 404 ? m.notFound : problem.status === 429 ? m.tooManyViews : m.failed;
+    const copy =
+      problem.status === 404
+        ? m.notFound
+        : problem.status === 429
+          ? m.tooManyViews
+          : problem.slug === ProblemSlug.Forbidden
+            ? m.otherSite
+            : m.failed;
     return pageHeaders(reply).headers(problem.headers).code(problem.status).send(notice(m, copy));
   });
 
@@ -147,7 +156,8 @@ export const tagRoutes: FastifyPluginAsync<TagRoutesOptions> = async (plain, { p
     return renderTag(reply, m, token, tag, emptyForm(scanId), 200);
   });
 
-  app.post("/t/:token/message", { config: routeConfig, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+  // A form another site's page posts is refused (403 page) before anything is read: api/plugins/same-origin-forms.ts.
+  app.post("/t/:token/message", { config: { ...routeConfig, sameOriginForm: true }, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
     const m = messagesFor(request);
     const { token } = request.params;
     const tag = await lookupTag(pool, token);

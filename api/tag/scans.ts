@@ -1,4 +1,5 @@
 import { HOUR, takeBucketToken, type BucketSpec } from "../../lib/buckets.js";
+import { clientAddressKey } from "../../lib/client-address.js";
 import type { Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import type { LatLon } from "../../lib/geo.js";
@@ -8,13 +9,14 @@ import { claimScanNotification, insertScan, shareScanLocation } from "../animals
 import type { TagRow } from "./store.js";
 
 /**
- * Tag page views recorded per client IP: 30 at once, refilled at 30 an hour.
+ * Tag page views recorded per client address (clientAddressKey: an IPv6
+ * client by its /64): 30 at once, refilled at 30 an hour.
  * A finder reloading the page never meets it; a script flooding one owner's
  * scan log does. Kept in Postgres like the contact messages' limit, so it holds across
  * API instances.
  */
-export function tagScanBucket(clientIp: string): BucketSpec {
-  return { key: `tag-scan:${clientIp}`, capacity: 30, refillPerSecond: 30 / HOUR };
+export function tagScanBucket(clientKey: string): BucketSpec {
+  return { key: `tag-scan:${clientKey}`, capacity: 30, refillPerSecond: 30 / HOUR };
 }
 
 /** Tells the owner of one scan unless the tag already told them in the last 10 minutes. */
@@ -43,13 +45,13 @@ async function notifyOwner(
 }
 
 /**
- * One view of the tag page, in the caller's transaction: the per-IP limit
+ * One view of the tag page, in the caller's transaction: the per-address limit
  * (429 rate-limited), the scan row, and the owner's tag_scanned event for
  * the first scan in 10 minutes. Returns the scan id, which the page's form
  * carries so a location shared with the message lands on this scan.
  */
 export async function recordScan(client: Queryable, tag: TagRow, clientIp: string, log: EventLog): Promise<string> {
-  const wait = await takeBucketToken(client, tagScanBucket(clientIp));
+  const wait = await takeBucketToken(client, tagScanBucket(clientAddressKey(clientIp)));
   if (wait > 0) throw problems.rateLimited(wait, "this address has opened tag pages too often");
   const scan = await insertScan(client, tag.animalId);
   await notifyOwner(client, tag, scan, null, log);

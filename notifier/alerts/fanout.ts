@@ -1,5 +1,6 @@
-import { DAILY_ALERT_CAP, FANOUT_BATCH_SIZE, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
+import { DAILY_ALERT_CAP, FANOUT_BATCH_SIZE, MAX_ALERT_RESENDS, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
+import { EventType } from "../../lib/events.js";
 import { ALERTS_FANOUT_TASK } from "../../lib/job-payloads.js";
 import { enqueueDeliveries } from "../../lib/queue.js";
 import type { QueuedJob } from "../queued-job.js";
@@ -28,7 +29,9 @@ import * as store from "./store.js";
  * report through their subscription (digest.ts). Each batch is one
  * transaction, so a worker that dies mid-batch leaves nothing behind, and
  * the ledger's primary key (report, subscriber) makes it at most once per
- * report per subscriber across replays and events.
+ * report per subscriber across replays and events. A move's fan-out (a
+ * re-send) is stopped at batch 0 once MAX_ALERT_RESENDS earlier re-sends of
+ * the report collected anyone.
  */
 
 export interface FanoutStart extends store.FanoutRef {
@@ -118,6 +121,11 @@ export async function runFanoutBatch(
       return { outcome: "stopped", reason };
     }
     if (batch === 0) {
+      if (fanout.eventType === EventType.ReportUpdated && (await store.resendsOfReport(client, fanout, fanout.eventType)) >= MAX_ALERT_RESENDS) {
+        const used = `the report's alerts were re-sent ${MAX_ALERT_RESENDS} times already`;
+        await store.stopFanout(client, fanoutId, used);
+        return { outcome: "stopped", reason: used };
+      }
       const claimed = await store.collectRecipients(client, fanout, dailyCap, batchSize);
       const schedule = await store.recordCollected(client, fanoutId, claimed, batchSize);
       if (claimed.pending > 0) await store.queueFanoutBatch(client, fanout, 1, schedule);

@@ -157,6 +157,24 @@ export function uncoveredFanoutsSql(starts: { eventIds: string; reportIds: strin
   };
 }
 
+/**
+ * How many other fan-outs of the report of `eventType` (its re-sends: the
+ * PATCHes that moved it or changed its species) collected anyone. Takes a
+ * lock on the report's re-send count first, held to the commit: batch 0s of
+ * two moves running at once would each count the other out. A fan-out that
+ * collected nobody (no new subscriber in range, or stopped before collecting)
+ * is not counted, so a correction into an empty area costs no re-send.
+ */
+export async function resendsOfReport(client: Queryable, { reportId, eventId }: FanoutRef, eventType: string): Promise<number> {
+  await client.query(`select pg_advisory_xact_lock(hashtextextended('alert-resends:' || $1::text, 0))`, [reportId]);
+  const { rows } = await client.query<{ n: number }>(
+    `select count(*)::int as n from alert_fanout
+     where report_id = $1::uuid and event_type = $2::text and event_id <> $3::uuid and recipients > 0`,
+    [reportId, eventType, eventId],
+  );
+  return rows[0]!.n;
+}
+
 export interface Claimed {
   /** Left for the batches to decide. */
   pending: number;

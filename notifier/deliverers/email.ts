@@ -1,5 +1,7 @@
 import nodemailer from "nodemailer";
+import { confirmationLink } from "../../lib/email-confirmation.js";
 import { NO_ADDRESS } from "../../lib/notifications.js";
+import type { DeliverableNotification } from "../store.js";
 import { listUnsubscribeHeaders, type UnsubscribeLinks } from "./alert-headers.js";
 import { DeliveryError, type Deliverer } from "./types.js";
 
@@ -8,6 +10,8 @@ export interface EmailDelivererOptions {
   from: string;
   /** Signs the one-click unsubscribe links of alert emails (alert-headers.ts). */
   unsubscribe?: UnsubscribeLinks;
+  /** The API's public base URL, where a confirmation email's link points. */
+  publicBaseUrl?: string;
 }
 
 interface SmtpFailure {
@@ -28,8 +32,15 @@ export function describeSmtpFailure(err: unknown): string {
   return e.code ? `${e.code}: ${message}` : message;
 }
 
+/** The text of the email: a confirmation email's body ends with its link, built here so the token is in no stored row. */
+function emailText(notification: DeliverableNotification, publicBaseUrl: string | undefined): string {
+  if (notification.confirmationToken === undefined) return notification.body;
+  if (!publicBaseUrl) throw new DeliveryError("no public base URL configured for the confirmation link");
+  return `${notification.body}\n\n${confirmationLink(publicBaseUrl, notification.confirmationToken)}\n`;
+}
+
 /** Sends through the SMTP server of SMTP_URL; one pooled transport per process. */
-export function createEmailDeliverer({ smtpUrl, from, unsubscribe }: EmailDelivererOptions): Deliverer {
+export function createEmailDeliverer({ smtpUrl, from, unsubscribe, publicBaseUrl }: EmailDelivererOptions): Deliverer {
   const transport = nodemailer.createTransport({
     url: smtpUrl,
     pool: true,
@@ -42,12 +53,13 @@ export function createEmailDeliverer({ smtpUrl, from, unsubscribe }: EmailDelive
   return {
     async deliver(notification) {
       if (!notification.email) throw new DeliveryError(NO_ADDRESS);
+      const text = emailText(notification, publicBaseUrl);
       try {
         await transport.sendMail({
           from,
           to: notification.email,
           subject: notification.subject,
-          text: notification.body,
+          text,
           headers: { "X-Notification-Id": notification.id, ...(unsubscribe ? listUnsubscribeHeaders(notification, unsubscribe) : {}) },
         });
       } catch (err) {

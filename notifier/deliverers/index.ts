@@ -14,6 +14,15 @@ export function buildDeliverers(
       : undefined;
   return {
     in_app: inAppDeliverer,
-    ...(config.SMTP_URL ? { email: createEmailDeliverer({ smtpUrl: config.SMTP_URL, from: config.SMTP_FROM, unsubscribe }) } : {}),
+    ...(config.SMTP_URL
+      ? {
+          email: createEmailDeliverer({
+            smtpUrl: config.SMTP_URL,
+            from: config.SMTP_FROM,
+            unsubscribe,
+            publicBaseUrl: config.API_PUBLIC_BASE_URL,
+          }),
+        }
+      : {}),
   };
 }

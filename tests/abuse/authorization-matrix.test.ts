@@ -81,6 +81,14 @@ const ownerOnly: Record<string, Partial<Record<Caller, Expected>>> = {
   "DELETE /v1/me/alert-subscriptions/:id": { "other actor": { status: 404, slug: "not-found" }, admin: { status: 404, slug: "not-found" } },
   // Public (no login), but the documented example token is not one the service signed: refused by the handler, not the gate.
   // A signed token's 200 is tested in tests/alerts and in privacy.test.ts.
+  // Public (the emailed link), but the documented example token was never issued: the same 404 as any unknown token.
+  // A real link's 200 is tested in tests/notifications/email-confirmation.test.ts and in privacy.test.ts.
+  "GET /v1/me/email/confirm": {
+    anonymous: { status: 404, slug: "not-found" },
+    actor: { status: 404, slug: "not-found" },
+    "other actor": { status: 404, slug: "not-found" },
+    admin: { status: 404, slug: "not-found" },
+  },
   "POST /v1/alert-subscriptions/unsubscribe": {
     anonymous: { status: 400, slug: "validation-failed" },
     actor: { status: 400, slug: "validation-failed" },

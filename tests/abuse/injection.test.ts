@@ -144,10 +144,12 @@ const cases: Record<string, Case> = {
     };
   },
   "POST /v1/safety/sightings": async () => {
-    const id = await openReport(fresh("inj-owner"));
+    const owner = fresh("inj-owner");
+    const id = await openReport(owner);
     return {
       send: (body) => post("/v1/safety/sightings", fresh("inj-spotter"), { ...body, lostReportId: id }),
-      read: () => ok(get(`/v1/safety/lost-reports/${id}/sightings`, null)),
+      // A stranger's note is public only once the owner has seen it: the owner reads it back.
+      read: () => ok(get(`/v1/safety/lost-reports/${id}/sightings`, owner)),
     };
   },
   "POST /v1/admin/accounts/{userId}/suspend": async () => {
@@ -170,6 +172,14 @@ const cases: Record<string, Case> = {
     return {
       send: (body) => asAdmin(`/v1/admin/animals/${animalId}/emergency-profile/revoke`, body),
       read: () => auditMetadata(animalId, "admin.emergency_profile.revoked"),
+    };
+  },
+  "POST /v1/admin/animals/{animalId}/emergency-profile/lift-revocation": async () => {
+    const { animalId } = await animalWithProfile(fresh("inj-owner"));
+    await ok(asAdmin(`/v1/admin/animals/${animalId}/emergency-profile/revoke`, { reason: "token posted on a scam page" }));
+    return {
+      send: (body) => asAdmin(`/v1/admin/animals/${animalId}/emergency-profile/lift-revocation`, body),
+      read: () => auditMetadata(animalId, "admin.emergency_profile.revocation_lifted"),
     };
   },
   "POST /v1/admin/moderation/{id}/action": async () => {

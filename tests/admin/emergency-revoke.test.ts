@@ -67,7 +67,7 @@ describe("emergency revoke invalidates the public token only, and is audited", (
     expect((await t.api.app.inject({ url: "/healthz", headers: as("owner-2") })).statusCode).toBe(200);
   });
 
-  it("makes the public link answer 404 while the owner keeps using the API and can issue a fresh token", async () => {
+  it("makes the public link answer 404 while the owner keeps using the API, and can issue a fresh token once an admin lifts it", async () => {
     const owner = as("owner-e2e");
     const created = await t.api.app.inject({
       method: "POST",
@@ -84,7 +84,15 @@ describe("emergency revoke invalidates the public token only, and is audited", (
 
     expect((await revoke(animalId)).statusCode).toBe(204);
     expect((await t.api.app.inject({ url: `/emergency/${token}` })).statusCode).toBe(404);
+    expect((await put({ showName: true })).statusCode).toBe(409);
 
+    const lift = await t.api.app.inject({
+      method: "POST",
+      url: `/v1/admin/animals/${animalId}/emergency-profile/lift-revocation`,
+      headers: admin(),
+      payload: { reason: "owner proved the scam page was not theirs" },
+    });
+    expect(lift.statusCode).toBe(204);
     const reissued = await put({ showName: true });
     expect(reissued.statusCode).toBe(200);
     expect((await t.api.app.inject({ url: `/emergency/${reissued.json().token}` })).statusCode).toBe(200);

@@ -138,7 +138,7 @@ describe("GET /emergency/{token} shows the public profile without auth; unknown 
     expect(body.species).toBe("dog");
   });
 
-  it("answers 404 once an admin has revoked the profile, and a new PUT issues a working token", async () => {
+  it("answers 404 once an admin has revoked the profile, and a new PUT issues a working token once an admin lifts it", async () => {
     const owner = freshActor("owner");
     const animalId = await registerAnimal(owner);
     const token = (await putProfile(animalId, owner)).json().token;
@@ -147,6 +147,14 @@ describe("GET /emergency/{token} shows the public profile without auth; unknown 
       [animalId],
     );
     expectProblem(await publicProfile(token), 404, "not-found");
+    expectProblem(await putProfile(animalId, owner), 409, "conflict");
+    const lift = await call(h.api, {
+      method: "POST",
+      url: `/v1/admin/animals/${animalId}/emergency-profile/lift-revocation`,
+      headers: as("admin-1", ["platform_admin"]),
+      payload: { reason: "the leak was a test page" },
+    });
+    expect(lift.statusCode).toBe(204);
     const fresh = (await putProfile(animalId, owner)).json().token;
     expect((await publicProfile(fresh)).statusCode).toBe(200);
     expectProblem(await publicProfile(token), 404, "not-found");

@@ -87,14 +87,15 @@ describe("configuration outside development requires every security-sensitive se
 
 describe("API_TRUSTED_PROXY_CIDRS accepts only IP addresses and CIDR blocks", () => {
   it("accepts IPv4 and IPv6 addresses and blocks with an in-range prefix", () => {
-    const value = "10.0.0.0/8, 192.168.1.7, ::1, fe80::/10, 2001:db8::/128, 0.0.0.0/0";
+    // A /0 trusts every client and is refused: tests/foundation/trusted-proxy-cidrs.test.ts.
+    const value = "10.0.0.0/8, 192.168.1.7, ::1, fe80::/10, 2001:db8::/128, 172.16.0.0/12";
     expect(loadApiConfig({ ...production, API_TRUSTED_PROXY_CIDRS: value }).API_TRUSTED_PROXY_CIDRS).toEqual([
       "10.0.0.0/8",
       "192.168.1.7",
       "::1",
       "fe80::/10",
       "2001:db8::/128",
-      "0.0.0.0/0",
+      "172.16.0.0/12",
     ]);
   });
 

@@ -30,6 +30,13 @@ describe("listen addresses: loopback by default in development, every interface 
     expect(loadNotifierConfig({ ...production, API_ENV: "test" }).NOTIFIER_HEALTH_ADDR).toEqual({ host: "0.0.0.0", port: 8085 });
   });
 
+  it("puts the API's metrics listener on port 9464, on loopback in development and every interface elsewhere", () => {
+    expect(loadApiConfig(development).API_METRICS_ADDR).toEqual({ host: "127.0.0.1", port: 9464 });
+    expect(loadApiConfig(production).API_METRICS_ADDR).toEqual({ host: "0.0.0.0", port: 9464 });
+    expect(loadApiConfig({ ...development, API_METRICS_ADDR: ":9500" }).API_METRICS_ADDR).toEqual({ host: "0.0.0.0", port: 9500 });
+    expect(() => loadApiConfig({ ...development, API_METRICS_ADDR: "nonsense" })).toThrow(/^API_METRICS_ADDR: /);
+  });
+
   it("takes an address that is set as written, in development too", () => {
     expect(loadApiConfig({ ...development, API_HTTP_ADDR: "0.0.0.0:9000" }).API_HTTP_ADDR).toEqual({ host: "0.0.0.0", port: 9000 });
     // `:port` is an explicit choice of every interface (compose.yml's containers rely on it).

@@ -6,6 +6,9 @@ import { pino } from "pino";
 import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
 import { loadApiConfig, type ApiConfig, type Env } from "../../lib/config.js";
 import { createPool, type Pool } from "../../lib/db.js";
+import { buildMetricsServer } from "../../lib/health.js";
+import type { Logger } from "../../lib/logger.js";
+import { createMetricsRegistry } from "../../lib/metrics.js";
 import { buildApp } from "../../api/app.js";
 import { checkPublicResponses } from "./privacy.js";
 
@@ -26,6 +29,8 @@ export function devEnv(databaseUrl: string, natsUrl: string, extra: Env = {}): E
     // Postgres allows 100 connections; several files and processes run at once.
     DATABASE_POOL_SIZE: "4",
     PHOTO_STORAGE_DIR: TEST_PHOTO_DIR,
+    // Any free port: API processes of several test files run at once, and the default is one fixed port.
+    API_METRICS_ADDR: "127.0.0.1:0",
     ...extra,
   };
 }
@@ -35,6 +40,8 @@ export interface TestApi {
   config: ApiConfig;
   pool: Pool;
   nc: NatsConnection;
+  /** The API's metrics server (API_METRICS_ADDR in api/main.ts) on the app's registry, for inject(); buildTestApi makes it. */
+  metrics?: FastifyInstance;
   close(): Promise<void>;
 }
 
@@ -42,9 +49,9 @@ export interface TestApi {
  * Builds the real app (app.ts) on a real pool and a real bus connection, for
  * inject(). Every public response it sends goes through the privacy checker.
  */
-export async function buildTestApi(env: Env, options: { clock?: () => number } = {}): Promise<TestApi> {
+export async function buildTestApi(env: Env, options: { clock?: () => number; logger?: Logger } = {}): Promise<TestApi> {
   const config = loadApiConfig(env);
-  const logger = pino({ level: config.LOG_LEVEL });
+  const logger = options.logger ?? pino({ level: config.LOG_LEVEL });
   const nc = await connectBus(config.NATS_URL, "api-test", logger);
   await ensureStream(nc, config.NATS_STREAM);
   // As api/main.ts: the app wakes the relay over the bus after each write.
@@ -54,15 +61,19 @@ export async function buildTestApi(env: Env, options: { clock?: () => number } =
     applicationName: "api-test",
     logger,
   });
-  const app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, onRoute: checkPublicResponses, clock: options.clock });
+  const registry = createMetricsRegistry("api");
+  const app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, onRoute: checkPublicResponses, clock: options.clock, metrics: registry });
   await app.ready();
+  const metrics = await buildMetricsServer(logger, registry);
   return {
     app,
     config,
     pool,
     nc,
+    metrics,
     async close() {
       await app.close();
+      await metrics.close();
       await nc.close();
       await pool.end();
     },

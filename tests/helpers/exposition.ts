@@ -1,3 +1,4 @@
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import type { Queryable } from "../../lib/db.js";
 
 /** One sample line of the Prometheus text format. */
@@ -36,6 +37,12 @@ export function sampleValue(text: string, name: string, labels: Record<string, s
   );
   if (found.length > 1) throw new Error(`${found.length} samples of ${name} match ${JSON.stringify(labels)}`);
   return found[0]?.value;
+}
+
+/** A scrape of the API's metrics server (not its public port, which answers 404 for /metrics). */
+export async function scrapeApi(api: { metrics?: FastifyInstance }): Promise<LightMyRequestResponse> {
+  if (!api.metrics) throw new Error("this test API has no metrics server: build it with buildTestApi");
+  return api.metrics.inject({ method: "GET", url: "/metrics" });
 }
 
 export async function scrape(port: number): Promise<{ status: number; text: string; ms: number }> {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { registerSourcedGauge, Registry, SCRAPE_READ_TIMEOUT_MS } from "../../lib/metrics.js";
 import { as, devEnv } from "../helpers/app.js";
-import { addProbeJob, PROBE_TASK, sampleValue, scrape } from "../helpers/exposition.js";
+import { addProbeJob, PROBE_TASK, sampleValue, scrape, scrapeApi } from "../helpers/exposition.js";
 import { freePort } from "../helpers/nats.js";
 import { useTestApi } from "../helpers/harness.js";
 import { ServiceProcess } from "../helpers/processes.js";
@@ -30,7 +30,7 @@ describe("the API exposes Prometheus metrics with request histograms by route an
     const body = { animal: { species: "dog" }, lastSeenAt: "2026-11-20T08:00:00Z", location: { lat: 48.8, lon: 2.3 } };
     expect((await h.api.app.inject({ method: "POST", url: "/v1/safety/lost-reports", headers: as("m-1"), payload: body })).statusCode).toBe(201);
     expect((await h.api.app.inject({ method: "POST", url: "/v1/safety/lost-reports", headers: as("m-1"), payload: {} })).statusCode).toBe(400);
-    const res = await h.api.app.inject({ method: "GET", url: "/metrics" });
+    const res = await scrapeApi(h.api);
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-type"]).toMatch(/^text\/plain/);
     const text = res.body;

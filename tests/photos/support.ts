@@ -13,7 +13,8 @@ import { PHOTO_PROCESS_TASK, QUEUED_TASKS } from "../../lib/job-payloads.js";
 import { createPhotoObjectDeleter } from "../../notifier/photos/delete.js";
 import { createPhotoProcessor } from "../../notifier/photos/process.js";
 import { startPhotoWorker } from "../../notifier/photos/worker.js";
-import { as, type TestApi } from "../helpers/app.js";
+import type { Env } from "../../lib/config.js";
+import { as, buildTestApi, type TestApi } from "../helpers/app.js";
 import type { TestS3Server } from "../helpers/s3-server.js";
 import { eventually } from "../helpers/stream.js";
 import { call } from "../safety/helpers.js";
@@ -98,6 +99,27 @@ export interface Footprint {
   outbox: number;
   jobs: number;
   objects: number;
+}
+
+/** An API listening on a real port, for clients on real sockets. */
+export interface Served {
+  api: TestApi;
+  port: number;
+}
+
+/** The app of `env` on 127.0.0.1 and any free port. */
+export async function serveApi(env: Env): Promise<Served> {
+  const api = await buildTestApi(env);
+  await api.app.listen({ host: "127.0.0.1", port: 0 });
+  return { api, port: (api.app.server.address() as { port: number }).port };
+}
+
+/** Closes served APIs, dropping the connections stalled clients still hold. */
+export async function closeServed(...served: Array<Served | undefined>): Promise<void> {
+  for (const one of served) {
+    one?.api.app.server.closeAllConnections();
+    await one?.api.close();
+  }
 }
 
 export async function footprint(db: Queryable, countObjects: () => Promise<number>): Promise<Footprint> {

@@ -2,11 +2,25 @@ import { rmSync } from "node:fs";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_UPLOAD_BYTES } from "../../lib/photos.js";
-import { as, buildTestApi, devEnv, TEST_PHOTO_DIR, type TestApi } from "../helpers/app.js";
+import { as, devEnv, TEST_PHOTO_DIR } from "../helpers/app.js";
 import { startPartialUpload, type PartialAnswer } from "../helpers/partial-upload.js";
+import { scrapeApi } from "../helpers/exposition.js";
 import { eventually } from "../helpers/stream.js";
 import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
-import { expectProblemOf, footprint, localObjectCount, paddedJpeg, photoPart, smallJpeg, upload, uploadRequest, type Footprint } from "./support.js";
+import {
+  closeServed,
+  expectProblemOf,
+  footprint,
+  localObjectCount,
+  paddedJpeg,
+  photoPart,
+  serveApi,
+  smallJpeg,
+  upload,
+  uploadRequest,
+  type Footprint,
+  type Served,
+} from "./support.js";
 
 /**
  * The upload limits that keep the API's memory bounded: one slot here
@@ -21,16 +35,7 @@ let impatient: Served;
 /** Waits and reads for a minute: only a client going away ends its wait or its upload. */
 let patient: Served;
 
-interface Served {
-  api: TestApi;
-  port: number;
-}
-
-async function serve(env: Record<string, string>): Promise<Served> {
-  const api = await buildTestApi(devEnv(h.db.url, h.bus.url, { API_PHOTO_UPLOAD_CONCURRENCY: "1", ...env }));
-  await api.app.listen({ host: "127.0.0.1", port: 0 });
-  return { api, port: (api.app.server.address() as { port: number }).port };
-}
+const serve = (env: Record<string, string>) => serveApi(devEnv(h.db.url, h.bus.url, { API_PHOTO_UPLOAD_CONCURRENCY: "1", ...env }));
 
 beforeAll(async () => {
   h = await startHarness();
@@ -38,19 +43,16 @@ beforeAll(async () => {
   patient = await serve({ API_PHOTO_UPLOAD_WAIT_MS: "60000", API_PHOTO_UPLOAD_BODY_TIMEOUT_MS: "60000" });
 });
 afterAll(async () => {
-  for (const served of [impatient, patient]) {
-    served?.api.app.server.closeAllConnections();
-    await served?.api.close();
-  }
+  await closeServed(impatient, patient);
   await h?.close();
   rmSync(TEST_PHOTO_DIR, { recursive: true, force: true });
 });
 
 const stored = () => footprint(h.db.pool, async () => localObjectCount(TEST_PHOTO_DIR));
 
-/** A gauge of the app's /metrics, as a scrape reads it. */
+/** A gauge of the API's /metrics, as a scrape of its metrics server reads it. */
 async function gauge(served: Served, name: string): Promise<number> {
-  const res = await call(served.api, { url: "/metrics" });
+  const res = await scrapeApi(served.api);
   const line = res.body.split("\n").find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
   return Number(line!.split(" ").at(-1));
 }
@@ -93,11 +95,14 @@ describe("photo upload limits", () => {
   });
 
   it("makes the next upload wait while the slot is held, then answers 503 with Retry-After; a body too slow gets 408", async () => {
+    // Another actor's photo, past the first 64 KiB that an upload reads before it needs a slot (one actor has one upload in flight).
+    const other = freshActor("limits-waiter");
+    const otherUrl = `/v1/safety/lost-reports/${await createLostReport(h.api, other)}/photos`;
     before = await stored();
     const holder = stalledUpload(impatient, url, owner, 5 * 1024 * 1024, 256 * 1024);
     await until(impatient, "photo_upload_slots_in_use", 1);
 
-    const refused = await call(impatient.api, uploadRequest(url, owner, [photoPart(await smallJpeg(1))]));
+    const refused = await call(impatient.api, uploadRequest(otherUrl, other, [photoPart(await paddedJpeg(256 * 1024, 1))]));
     expectProblemOf(refused, 503, "service-unavailable");
     expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
 
@@ -132,10 +137,13 @@ describe("photo upload limits", () => {
   });
 
   it("lets a waiting client that goes away leave the queue, and frees the slot of one that goes away mid-upload", async () => {
+    // Another actor's, past the first 64 KiB, so it waits for the slot.
+    const leaver = freshActor("limits-leaver");
+    const leaverUrl = `/v1/safety/lost-reports/${await createLostReport(h.api, leaver)}/photos`;
     before = await stored();
     const holder = stalledUpload(patient, url, owner, 5 * 1024 * 1024, 256 * 1024);
     await until(patient, "photo_upload_slots_in_use", 1);
-    const waiter = stalledUpload(patient, url, owner, 1024 * 1024, 0);
+    const waiter = stalledUpload(patient, leaverUrl, leaver, 1024 * 1024, 128 * 1024);
     await until(patient, "photo_uploads_waiting", 1);
 
     waiter.request.destroy();

@@ -49,12 +49,17 @@ afterEach(async () => {
   }
 });
 
-/** Free loopback ports for the three processes, so the test never meets another stack on 8080. */
+/** Free loopback ports for the three processes, so the test never meets another stack on 8080 (or 9464, the API's metrics). */
 async function ports() {
   const [api, relay, notifier] = [await freePort(), await freePort(), await freePort()];
   return {
     api,
-    env: { API_HTTP_ADDR: `127.0.0.1:${api}`, RELAY_HEALTH_ADDR: `127.0.0.1:${relay}`, NOTIFIER_HEALTH_ADDR: `127.0.0.1:${notifier}` },
+    env: {
+      API_HTTP_ADDR: `127.0.0.1:${api}`,
+      API_METRICS_ADDR: "127.0.0.1:0",
+      RELAY_HEALTH_ADDR: `127.0.0.1:${relay}`,
+      NOTIFIER_HEALTH_ADDR: `127.0.0.1:${notifier}`,
+    },
   };
 }
 

@@ -174,27 +174,40 @@ describe("contact messages are limited to 5 per hour per client IP", () => {
   });
 });
 
-describe("one report receives at most 20 contact messages per day, whatever the senders' IPs", () => {
-  it("gives the 21st message 429 with Retry-After and stores only 20; other reports are unaffected", async () => {
+describe("a report is told of 20 contact messages a day one by one; past that they are held, never refused", () => {
+  const heldFlags = async (id: string) =>
+    (await h.db.pool.query(`select held from safety_relay_message where lost_report_id = $1 order by created_at, id`, [id])).rows.map((r) => r.held);
+  const heldEvents = (id: string) =>
+    count(h.db, `select 1 from outbox_event where type = $1 and payload->>'lostReportId' = $2 and payload->>'held' = 'true'`, [
+      EventType.ContactMessageReceived,
+      id,
+    ]);
+
+  it("accepts the 21st message from a 21st address with 202, stored held with a held event; other reports are unaffected", async () => {
     const id = await createLostReport(h.api, freshActor());
     for (let i = 0; i < 20; i++) expect((await send(h.api, id)).statusCode).toBe(202);
-    const capped = await send(h.api, id);
-    expectProblem(capped, 429, "rate-limited");
-    expect(Number(capped.headers["retry-after"])).toBeGreaterThan(3600);
-    expect(await messages(id)).toBe(20);
+    const past = await send(h.api, id);
+    expect(past.statusCode, past.body).toBe(202);
+    expect(await heldFlags(id)).toEqual([...Array(20).fill(false), true]);
+    const { rows } = await h.db.pool.query(`select payload from outbox_event where payload->>'relayMessageId' = $1`, [past.json().id]);
+    expect(rows).toEqual([{ payload: expect.objectContaining({ lostReportId: id, held: true, message: body.message }) }]);
+    expect(await heldEvents(id)).toBe(1);
     const other = await createLostReport(h.api, freshActor());
     expect((await send(h.api, other)).statusCode).toBe(202);
+    expect(await heldFlags(other)).toEqual([false]);
   });
 
-  it("holds under concurrency: 30 simultaneous messages from 30 IPs store exactly 20", async () => {
+  it("holds under concurrency: 30 simultaneous messages from 30 addresses are all taken, 20 told and 10 held", async () => {
     const id = await createLostReport(h.api, freshActor());
     const results = await Promise.all(Array.from({ length: 30 }, () => send(h.api, id)));
-    expect(results.filter((r) => r.statusCode === 202)).toHaveLength(20);
-    expect(results.filter((r) => r.statusCode === 429)).toHaveLength(10);
-    expect(await messages(id)).toBe(20);
+    expect(results.map((r) => r.statusCode)).toEqual(Array(30).fill(202));
+    const flags = await heldFlags(id);
+    expect(flags.filter((held) => !held)).toHaveLength(20);
+    expect(flags.filter((held) => held)).toHaveLength(10);
+    expect(await heldEvents(id)).toBe(10);
   });
 
-  it("frees a slot once the oldest message is more than a day old", async () => {
+  it("tells the owner again once the oldest message is more than a day old", async () => {
     const id = await createLostReport(h.api, freshActor());
     for (let i = 0; i < 20; i++) expect((await send(h.api, id)).statusCode).toBe(202);
     await h.db.pool.query(
@@ -203,7 +216,8 @@ describe("one report receives at most 20 contact messages per day, whatever the 
       [id],
     );
     expect((await send(h.api, id)).statusCode).toBe(202);
-    expectProblem(await send(h.api, id), 429, "rate-limited");
+    expect((await send(h.api, id)).statusCode).toBe(202);
+    expect((await heldFlags(id)).slice(-2)).toEqual([false, true]);
   });
 });
 

@@ -86,10 +86,13 @@ describe("POST /v1/safety/sightings records a sighting and emits its event", () 
 
 describe("GET /v1/safety/lost-reports/{id}/sightings lists a report's sightings, newest first, coarse points only", () => {
   it("returns the sightings without auth, newest first, each with the coarse location and no reporter", async () => {
-    const reportId = await createLostReport(h.api, freshActor());
+    const owner = freshActor("owner");
+    const reportId = await createLostReport(h.api, owner);
     const first = await reportSighting("spotter-1", reportId);
     const second = await reportSighting("spotter-2", reportId);
     await reportSighting("spotter-3", await createLostReport(h.api, freshActor()));
+    // The owner has seen them, so their notes are public (tests/safety/sightings-limits.test.ts).
+    await listing(reportId, "", as(owner));
     const res = await listing(reportId);
     expect(res.statusCode).toBe(200);
     const body = res.json();

@@ -1,4 +1,5 @@
 import { mkdirSync } from "node:fs";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -221,12 +222,47 @@ describe("the tag page in Chromium", () => {
       expect(await page.getByLabel(m.form.message).getAttribute("aria-invalid")).toBe("true");
       expect(await page.getByLabel(m.form.contact).inputValue()).toBe("+49 170 0000000");
       await page.getByLabel(m.form.message).fill("Ich habe Rex gefunden");
+      const posted = page.waitForRequest((request) => request.method() === "POST");
       await page.getByRole("button", { name: m.form.submit }).click();
       await page.getByRole("heading", { name: m.thanks.title }).waitFor();
+      // The page's referrer policy keeps the real Origin on its own post (no-referrer would send `null`).
+      const headers = await (await posted).allHeaders();
+      expect({ origin: headers.origin, site: headers["sec-fetch-site"] }).toEqual({ origin: baseUrl, site: "same-origin" });
     } finally {
       await page.close();
     }
     const { rows } = await pool.query(`select count(*)::int as n from safety_relay_message where message = 'Ich habe Rex gefunden'`);
     expect(rows[0].n).toBe(1);
+  });
+
+  it("refuses the form when another site's page posts it: the 403 page, and nothing is sent", async () => {
+    const m = catalogues.en;
+    // Another site: a page on 127.0.0.2 (its own site) with a form aimed at the tag page's.
+    const evil = createServer((_request, response) => {
+      response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      response.end(
+        `<!doctype html><title>Win a prize</title><form method="post" action="${baseUrl}/t/${tag.token}/message">` +
+          `<input name="message" value="spam from another site"><input name="fromContact" value="spam@example.net">` +
+          `<button>Claim</button></form>`,
+      );
+    });
+    await new Promise<void>((resolve) => evil.listen(0, "127.0.0.2", resolve));
+    const evilUrl = `http://127.0.0.2:${(evil.address() as AddressInfo).port}`;
+    const page = await browser.context.newPage();
+    try {
+      await page.setExtraHTTPHeaders({ "accept-language": "en" });
+      await page.goto(evilUrl);
+      const posted = page.waitForRequest((request) => request.method() === "POST");
+      await page.getByRole("button", { name: "Claim" }).click();
+      await page.getByRole("heading", { name: m.otherSite.title }).waitFor();
+      const headers = await (await posted).allHeaders();
+      expect({ origin: headers.origin, site: headers["sec-fetch-site"] }).toEqual({ origin: evilUrl, site: "cross-site" });
+    } finally {
+      await page.close();
+      evil.closeAllConnections();
+      await new Promise((resolve) => evil.close(resolve));
+    }
+    const { rows } = await pool.query(`select count(*)::int as n from safety_relay_message where message = 'spam from another site'`);
+    expect(rows[0].n).toBe(0);
   });
 });

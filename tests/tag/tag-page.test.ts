@@ -76,7 +76,9 @@ describe("GET /t/{token} renders the tag page on the server, in the finder's lan
     expect(csp).toContain("frame-ancestors 'none'");
     expect(res.headers["x-robots-tag"]).toBe("noindex, nofollow");
     expect(res.headers["cache-control"]).toBe("no-store");
-    expect(res.headers["referrer-policy"]).toBe("no-referrer");
+    // The origin alone, never the token's URL; and the page's own form post keeps its Origin (api/plugins/same-origin-forms.ts).
+    expect(res.headers["referrer-policy"]).toBe("strict-origin");
+    expect(res.body).toContain('<meta name="referrer" content="strict-origin">');
     expect(res.body).toContain('<meta name="robots" content="noindex, nofollow">');
     expect(res.body).not.toMatch(/https?:\/\//);
     expect(res.body).not.toMatch(/<script>|\son[a-z]+=|style="/i);

@@ -1,4 +1,5 @@
 import { contactMessageBucket, takeBucketToken } from "../../../lib/buckets.js";
+import { clientAddressKey } from "../../../lib/client-address.js";
 import type { Queryable } from "../../../lib/db.js";
 import { EventType } from "../../../lib/events.js";
 import type { LatLon } from "../../../lib/geo.js";
@@ -8,13 +9,26 @@ import { visibleTo } from "../access.js";
 import { lockReport, openLostReportOf, type ReportKind } from "../reports/store.js";
 import * as store from "./store.js";
 
-/** Contact messages one report (or one animal's owner) may receive in a rolling 24 hours, whatever the senders' IPs. */
-export const CONTACT_MESSAGES_PER_REPORT_PER_DAY = 20;
+/**
+ * Contact messages one report (or one animal's owner) is told of one by one in
+ * a rolling 24 hours, whoever sent them. Past it a message is still taken,
+ * but held: the notifier's hourly digest lists it (contact_messages__digest),
+ * so a flood delays the owner's reading and silences no sender.
+ */
+export const CONTACT_MESSAGES_NOTIFIED_PER_DAY = 20;
+
+/**
+ * Contact messages one sender (clientAddressKey: an address, or an IPv6 /64)
+ * may send one target in a rolling 24 hours. Counted per sender, so no
+ * sender's messages refuse another's; the contract keeps the old per-report
+ * figure for it.
+ */
+export const CONTACT_MESSAGES_PER_SENDER_PER_DAY = 20;
 
 interface ContactMessageBase {
   message: string;
   fromContact: string;
-  /** The sender's client address, for the per-IP limit. */
+  /** The sender's client address (request.ip); the limits key it with clientAddressKey. */
   ip: string;
   /** Where the sender was, already coarsened to its grid-cell centre (the tag page's shared location). */
   location?: LatLon;
@@ -40,50 +54,62 @@ export interface AnimalContactMessage extends ContactMessageBase {
 export type ContactMessage = ReportContactMessage | AnimalContactMessage;
 
 /**
- * Sends a contact message, in the caller's transaction: the per-IP bucket, the
- * target (an open, unmoderated report, or an animal's owner), the daily cap,
- * the message row and its event. Every way to message someone goes through
- * here, so the caps hold whichever door the sender used. Returns the message's
- * id.
+ * Sends a contact message, in the caller's transaction: the per-address
+ * bucket, the target (an open, unmoderated report, or an animal's owner), the
+ * sender's daily cap on that target, the message row (held past the target's
+ * daily volume) and its event. Every way to message someone goes through
+ * here, so the caps hold whichever door the sender used. Returns the
+ * message's id.
  */
 export async function sendContactMessage(client: Queryable, contact: ContactMessage, log: EventLog): Promise<string> {
-  const wait = await takeBucketToken(client, contactMessageBucket(contact.ip));
+  const sender = clientAddressKey(contact.ip);
+  const wait = await takeBucketToken(client, contactMessageBucket(sender));
   // The detail's wording is what this route's callers have always read.
   if (wait > 0) throw problems.rateLimited(wait, "you can send at most 5 relay messages per hour");
-  return contact.kind === "animal" ? sendToAnimal(client, contact, log) : sendToReport(client, contact, log);
+  return contact.kind === "animal" ? sendToAnimal(client, contact, sender, log) : sendToReport(client, contact, sender, log);
 }
 
-async function sendToReport(client: Queryable, contact: ReportContactMessage, log: EventLog): Promise<string> {
+async function sendToReport(client: Queryable, contact: ReportContactMessage, sender: string, log: EventLog): Promise<string> {
   const report = visibleTo(await lockReport(client, contact.kind, contact.reportId), null, `${contact.kind} report`);
   if (report.status !== "open") throw problems.conflict(`this report is ${report.status}`);
   const target = contact.kind === "lost" ? { lostReportId: report.id } : { foundReportId: report.id };
-  return deliver(client, contact, contact.kind, report.id, report.reporterId, { ...target, animalId: contact.animalId }, log);
+  return deliver(client, contact, sender, { kind: contact.kind, id: report.id }, report.reporterId, { ...target, animalId: contact.animalId }, log);
 }
 
-async function sendToAnimal(client: Queryable, contact: AnimalContactMessage, log: EventLog): Promise<string> {
+async function sendToAnimal(client: Queryable, contact: AnimalContactMessage, sender: string, log: EventLog): Promise<string> {
   const animal = await store.lockAnimalOwner(client, contact.animalId);
   if (!animal) throw problems.notFound("animal");
   const lost = await openLostReportOf(client, animal.id);
-  if (lost) return sendToReport(client, { ...contact, kind: "lost", reportId: lost.id, animalId: animal.id }, log);
-  return deliver(client, contact, "animal", animal.id, animal.ownerId, { animalId: animal.id }, log);
+  if (lost) return sendToReport(client, { ...contact, kind: "lost", reportId: lost.id, animalId: animal.id }, sender, log);
+  return deliver(client, contact, sender, { kind: "animal", id: animal.id }, animal.ownerId, { animalId: animal.id }, log);
 }
 
-/** The daily cap of the target, the message row and its event. */
+/**
+ * The sender's cap on the target, the message row and its event. The target's
+ * row is locked (lockReport, lockAnimalOwner), so concurrent messages count
+ * its daily volume one after another.
+ */
 async function deliver(
   client: Queryable,
   contact: ContactMessageBase,
-  kind: store.ContactTargetKind,
-  targetId: string,
+  sender: string,
+  target: { kind: store.ContactTargetKind; id: string },
   recipientActorId: string,
   ids: { lostReportId?: string; foundReportId?: string; animalId?: string },
   log: EventLog,
 ): Promise<string> {
-  const recent = await store.contactMessagesInLastDay(client, kind, targetId);
-  if (recent.count >= CONTACT_MESSAGES_PER_REPORT_PER_DAY) {
-    const who = kind === "animal" ? "this animal's owner" : "this report";
-    throw problems.rateLimited(recent.secondsUntilSlot, `${who} has received the most messages allowed per day`);
+  const recent = await store.contactMessagesInLastDay(client, target.kind, target.id, sender);
+  if (recent.fromSender >= CONTACT_MESSAGES_PER_SENDER_PER_DAY) {
+    const who = target.kind === "animal" ? "this animal's owner" : "this report";
+    throw problems.rateLimited(recent.secondsUntilSenderSlot, `you can send ${who} at most ${CONTACT_MESSAGES_PER_SENDER_PER_DAY} messages a day`);
   }
-  const messageId = await store.insertContactMessage(client, kind, targetId, contact.message, contact.fromContact);
+  const held = recent.total >= CONTACT_MESSAGES_NOTIFIED_PER_DAY;
+  const messageId = await store.insertContactMessage(client, target.kind, target.id, {
+    message: contact.message,
+    fromContact: contact.fromContact,
+    sender,
+    held,
+  });
   await recordEvent(
     client,
     EventType.ContactMessageReceived,
@@ -94,6 +120,7 @@ async function deliver(
       message: contact.message,
       fromContact: contact.fromContact,
       ...(contact.location ? { location: contact.location } : {}),
+      ...(held ? { held: true as const } : {}),
     },
     log,
   );

@@ -7,34 +7,45 @@ export type ContactTargetKind = ReportKind | "animal";
 
 const targetColumn: Record<ContactTargetKind, string> = { lost: "lost_report_id", found: "found_report_id", animal: "animal_id" };
 
-/** Messages sent to one target in the last 24 hours, and when the oldest of them leaves that window. */
+/**
+ * One target's messages of the last 24 hours, held ones included: all of
+ * them (its daily volume) and one sender's, with when the oldest of the
+ * sender's leaves that window.
+ */
 export async function contactMessagesInLastDay(
   client: Queryable,
   kind: ContactTargetKind,
   targetId: string,
-): Promise<{ count: number; secondsUntilSlot: number }> {
-  const { rows } = await client.query<{ count: number; secondsUntilSlot: number | null }>(
-    `select count(*)::int as count,
-       extract(epoch from min(created_at) + interval '1 day' - now())::double precision as "secondsUntilSlot"
+  senderKey: string,
+): Promise<{ total: number; fromSender: number; secondsUntilSenderSlot: number }> {
+  const { rows } = await client.query<{ total: number; fromSender: number; secondsUntilSenderSlot: number | null }>(
+    `select count(*)::int as total,
+       count(*) filter (where sender_key = $2::text)::int as "fromSender",
+       extract(epoch from min(created_at) filter (where sender_key = $2::text) + interval '1 day' - now())::double precision
+         as "secondsUntilSenderSlot"
      from ${CONTACT_MESSAGE_TABLE}
      where ${targetColumn[kind]} = $1::uuid and created_at > now() - interval '1 day'`,
-    [targetId],
+    [targetId, senderKey],
   );
-  return { count: rows[0]!.count, secondsUntilSlot: rows[0]!.secondsUntilSlot ?? 0 };
+  const row = rows[0]!;
+  return { total: row.total, fromSender: row.fromSender, secondsUntilSenderSlot: Math.max(1, row.secondsUntilSenderSlot ?? 0) };
 }
 
-export async function insertContactMessage(
-  client: Queryable,
-  kind: ContactTargetKind,
-  targetId: string,
-  message: string,
-  fromContact: string,
-): Promise<string> {
+export interface StoredContactMessage {
+  message: string;
+  fromContact: string;
+  /** clientAddressKey of the sender, for the sender's daily cap; the digest job clears it after a day. */
+  sender: string;
+  /** Past the target's daily volume: waits for the notifier's digest (digested_at). */
+  held: boolean;
+}
+
+export async function insertContactMessage(client: Queryable, kind: ContactTargetKind, targetId: string, row: StoredContactMessage): Promise<string> {
   const { rows } = await client.query<{ id: string }>(
-    `insert into ${CONTACT_MESSAGE_TABLE} (${targetColumn[kind]}, message, from_contact)
-     values ($1::uuid, $2::text, $3::text)
+    `insert into ${CONTACT_MESSAGE_TABLE} (${targetColumn[kind]}, message, from_contact, sender_key, held)
+     values ($1::uuid, $2::text, $3::text, $4::text, $5::boolean)
      returning id`,
-    [targetId, message, fromContact],
+    [targetId, row.message, row.fromContact, row.sender, row.held],
   );
   return rows[0]!.id;
 }

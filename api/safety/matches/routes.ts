@@ -59,7 +59,9 @@ export const matchRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool })
         summary: "Lost reports that may be the animal you found (reporter or platform_admin)",
         description:
           "Best first. Each item shows only the lost report's public fields: the coarse point, never its reporter, " +
-          "contact or verification detail. Reach the owner through the lost report's relay-message.",
+          "contact or verification detail. Reach the owner through the lost report's relay-message. The reasons never " +
+          "include microchip: an equal or near chip is the owner's to see, or a finder could edit their report's chip " +
+          "and learn the owner's number a character at a time.",
         params: IdParams,
         querystring: MatchesQuery,
         response: { 200: page(FinderMatch), ...problemResponses(400, 401, 403, 404) },

@@ -21,6 +21,9 @@ export const Match = z
 export const FinderMatch = z
   .object({
     ...matchFields,
+    reasons: z
+      .array(z.enum(MATCH_REASONS).exclude(["microchip"]))
+      .describe("What gave the score, strongest first; never microchip, which would tell the finder how near their chip is to the owner's"),
     kind: z.literal("lost_report"),
     targetId: z.uuid(),
     lostReport: z.object({

@@ -1,4 +1,6 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { MAX_ALERT_RESENDS } from "../../../lib/alerts.js";
+import { REPORT_EDITS_PER_HOUR, reportEditBucket, takeBucketToken } from "../../../lib/buckets.js";
 import { withTransaction, type Queryable } from "../../../lib/db.js";
 import { EventType } from "../../../lib/events.js";
 import { recordEvent, type EventLog } from "../../../lib/outbox.js";
@@ -9,7 +11,7 @@ import { requireActor, type Actor } from "../../plugins/auth.js";
 import { problemResponses } from "../../plugins/openapi.js";
 import { IdParams } from "../../schemas.js";
 import { MAX_MOVE_KM, PatchFoundReportBody, PatchLostReportBody, Renewed } from "./owner-schemas.js";
-import { distanceFromReportKm, patchReport, type ReportPatch } from "./owner-store.js";
+import { distanceFromFiledKm, patchReport, type ReportPatch } from "./owner-store.js";
 import { FoundReportPrivate, LostReportPrivate } from "./schemas.js";
 import { getFoundReport, getLostReport, lockReport, type FoundReportRow, type LostReportRow, type ReportKind } from "./store.js";
 import * as views from "./views.js";
@@ -37,9 +39,10 @@ const hasChange = (patch: ReportPatch) =>
   patch.description !== undefined;
 
 /**
- * A reporter's correction, in one transaction: the checks, the update, and
- * events.safety.report_updated.v1 naming the changed fields (matching re-runs
- * on it). Returns the updated row.
+ * A reporter's correction, in one transaction: the actor's edit token, the
+ * checks, the update, and events.safety.report_updated.v1 naming the changed
+ * fields (matching re-runs on it). A refused edit rolls back, token included,
+ * so only edits that were made count. Returns the updated row.
  */
 async function editReport<K extends ReportKind>(
   client: Queryable,
@@ -49,11 +52,14 @@ async function editReport<K extends ReportKind>(
   patch: ReportPatch,
   log: EventLog,
 ): Promise<K extends "lost" ? LostReportRow : FoundReportRow> {
+  const wait = await takeBucketToken(client, reportEditBucket(actor.id));
+  if (wait > 0) throw problems.rateLimited(wait, `you can edit your reports at most ${REPORT_EDITS_PER_HOUR} times per hour`);
   const report = await lockOwnOpenReport(client, kind, id, actor, "edit");
   if (patch.location) {
-    const km = (await distanceFromReportKm(client, kind, report.id, patch.location))!;
+    // Counted from where the report was filed, not from its last point: corrections cannot add up to a walk.
+    const km = (await distanceFromFiledKm(client, kind, report.id, patch.location))!;
     if (km > MAX_MOVE_KM) {
-      const message = `moves the report ${Math.round(km)} km; a correction may move it at most ${MAX_MOVE_KM} km`;
+      const message = `is ${Math.round(km)} km from where the report was filed; a correction may move it at most ${MAX_MOVE_KM} km from there`;
       throw problems.validation(`body.location: ${message}`, [{ path: "body.location", message }]);
     }
   }
@@ -82,9 +88,15 @@ function refuseEmpty(patch: ReportPatch): void {
 const patchDescription = (what: string, time: string) =>
   `The reporter corrects an open ${what}: ${time}, location, description and the animal fields; null clears an optional ` +
   `field. Returns the private view (precise location). Emits events.safety.report_updated.v1 with the changed field ` +
-  `names and the coarse point, on which matching re-runs. A ${time} in the future, a move of more than ${MAX_MOVE_KM} km, ` +
-  `an unknown field or an empty body is 400 validation-failed; anyone but the reporter (platform admins included) 403; ` +
-  "a report that is no longer open 409.";
+  `names and the coarse point, on which matching re-runs. A ${time} in the future, a location more than ${MAX_MOVE_KM} km ` +
+  `from where the report was first filed (counted from that point, however many edits moved it), an unknown field or an ` +
+  `empty body is 400 validation-failed; anyone but the reporter (platform admins included) 403; a report that is no ` +
+  `longer open 409. An actor may edit their reports at most ${REPORT_EDITS_PER_HOUR} times an hour, lost and found ` +
+  `together: the next edit is 429 rate-limited with Retry-After, and a refused edit does not count.`;
+
+const lostAlertsNote =
+  ` A move or a species change of a lost report alerts (nearby_lost) the subscribers it now reaches who were not alerted ` +
+  `for it before; only the first ${MAX_ALERT_RESENDS} such re-sends that reach anyone go out, later ones alert nobody.`;
 
 /** The reporter's side of a report: PATCH (corrections) and renew (lifetime). */
 export const reportOwnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, config }) => {
@@ -95,10 +107,10 @@ export const reportOwnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { p
       schema: {
         tags: ["safety"],
         summary: "Correct a lost report (reporter only)",
-        description: patchDescription("lost report", "lastSeenAt"),
+        description: patchDescription("lost report", "lastSeenAt") + lostAlertsNote,
         params: IdParams,
         body: PatchLostReportBody,
-        response: { 200: LostReportPrivate, ...problemResponses(400, 401, 403, 404, 409) },
+        response: { 200: LostReportPrivate, ...problemResponses(400, 401, 403, 404, 409, 429) },
       },
     },
     async (request) => {
@@ -121,7 +133,7 @@ export const reportOwnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { p
         description: patchDescription("found report", "foundAt"),
         params: IdParams,
         body: PatchFoundReportBody,
-        response: { 200: FoundReportPrivate, ...problemResponses(400, 401, 403, 404, 409) },
+        response: { 200: FoundReportPrivate, ...problemResponses(400, 401, 403, 404, 409, 429) },
       },
     },
     async (request) => {

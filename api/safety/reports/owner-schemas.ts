@@ -20,12 +20,16 @@ const FoundAnimalPatch = z.strictObject({
 });
 const LostAnimalPatch = FoundAnimalPatch.extend({ name: clearable(animal.name.unwrap()) });
 
-/** A move of a report is a correction, not a new report: farther than this is refused. */
+/**
+ * A move of a report is a correction, not a new report: a location farther
+ * than this from where the report was first filed is refused, however many
+ * edits it takes to get there.
+ */
 export const MAX_MOVE_KM = 200;
 
 const locationNote =
-  `The new location may be at most ${MAX_MOVE_KM} km from the current one (a correction, such as a mistyped ` +
-  "digit); a report of another place is a new report.";
+  `The new location may be at most ${MAX_MOVE_KM} km from where the report was first filed, counted from that point ` +
+  "and not from the current one (a correction, such as a mistyped digit); a report of another place is a new report.";
 
 export const PatchLostReportBody = z
   .strictObject({

@@ -25,10 +25,17 @@ const timeColumn: Record<ReportKind, [column: string, field: string]> = {
   found: ["found_at", "foundAt"],
 };
 
-/** How far (km) the report's precise point is from `point`; null when the report does not exist. */
-export async function distanceFromReportKm(client: Queryable, kind: ReportKind, id: string, point: LatLon): Promise<number | null> {
+/**
+ * The point the report was first filed at, as a PATCH counts a move from it:
+ * filed_location, or for a row written without one (outside the API) its
+ * location, which its first move pins (patchReport).
+ */
+const filedPoint = "coalesce(filed_location, location)";
+
+/** How far (km) the point the report was first filed at is from `point`; null when the report does not exist. */
+export async function distanceFromFiledKm(client: Queryable, kind: ReportKind, id: string, point: LatLon): Promise<number | null> {
   const { rows } = await client.query<{ km: number }>(
-    `select st_distance(location, $2::geography) / 1000 as km from ${reportTable[kind]} where id = $1::uuid`,
+    `select st_distance(${filedPoint}, $2::geography) / 1000 as km from ${reportTable[kind]} where id = $1::uuid`,
     [id, toWkt(point)],
   );
   return rows[0]?.km ?? null;
@@ -59,6 +66,8 @@ export async function patchReport(client: Queryable, kind: ReportKind, id: strin
     changed.push(field);
   }
   if (patch.location !== undefined) {
+    // The right-hand side reads the row as it was: a row without a filed point keeps the one it moves from.
+    sets.push(`filed_location = ${filedPoint}`);
     set("location", "geography", toWkt(patch.location));
     set("coarse_location", "geography", toWkt(coarsen(patch.location)));
     changed.push("location");

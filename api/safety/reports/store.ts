@@ -70,11 +70,15 @@ const animalColumns = (p: SqlParams, animal: CreateFoundReportBody["animal"]) =>
   distinguishing_marks: p.add(animal.distinguishingMarks ?? null, "text"),
 });
 
-/** The precise point and the coarse one public reads show. */
-const pointColumns = (p: SqlParams, location: LatLon) => ({
-  location: p.add(toWkt(location), "geography"),
-  coarse_location: p.add(toWkt(coarsen(location)), "geography"),
-});
+/**
+ * The precise point, the coarse one public reads show, and the filed point a
+ * PATCH may move the report at most MAX_MOVE_KM from: the same parameter as
+ * the precise point, so the create stays one statement with no more inputs.
+ */
+const pointColumns = (p: SqlParams, location: LatLon) => {
+  const precise = p.add(toWkt(location), "geography");
+  return { location: precise, filed_location: precise, coarse_location: p.add(toWkt(coarsen(location)), "geography") };
+};
 
 const createdLocation = { location: (row: string) => pointJson(`${row}.coarse_location`) };
 

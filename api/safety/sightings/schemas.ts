@@ -21,7 +21,10 @@ export const Sighting = z
     lostReportId: z.uuid(),
     location: CoarseLocation,
     seenAt: z.string(),
-    note: z.string().optional(),
+    note: z
+      .string()
+      .optional()
+      .describe("Left out until the lost report's owner or a moderator has seen the sighting; always shown to them and to its reporter."),
     animal: z.object({ species: Species, breed: z.string().optional(), colors: z.array(z.string()) }).optional(),
     createdAt: z.string(),
     moderationState: ModerationState.optional(),

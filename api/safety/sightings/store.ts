@@ -54,22 +54,34 @@ export interface SightingRow {
   moderationState: ModerationState | null;
 }
 
+/** Who is reading a report's sightings. */
+export interface SightingViewer {
+  actorId: string | null;
+  isAdmin: boolean;
+  /** The report's owner or a moderator (admin): sees every note, and marks what it lists as seen. */
+  reviews: boolean;
+}
+
 /**
  * Sightings of one lost report, newest first. Moderated sightings are left
  * out, except for admins and for the sighting's own reporter, who see them
- * marked.
+ * marked. A note shows once the owner or a moderator has seen the sighting
+ * (reviewed_at, markReviewed), and always to them, to the sighting's
+ * reporter, and for a sighting the report's owner made.
  */
 export async function listSightings(
   client: Queryable,
-  reportId: string,
-  viewer: { actorId: string | null; isAdmin: boolean },
+  report: { id: string; reporterId: string },
+  viewer: SightingViewer,
   after: TimeIdCursor | null,
   limit: number,
 ): Promise<SightingRow[]> {
   const { rows } = await client.query<SightingRow>(
     `select s.id, s.lost_report_id as "lostReportId",
        ${coarseColumns("s.coarse_location")},
-       s.seen_at as "seenAt", s.note, s.species, s.breed, s.colors, s.created_at as "createdAt", ${exactTime("s.created_at")} as "cursorAt",
+       s.seen_at as "seenAt",
+       case when $7::boolean or s.reviewed_at is not null or s.reporter_id in ($2::text, $8::text) then s.note end as note,
+       s.species, s.breed, s.colors, s.created_at as "createdAt", ${exactTime("s.created_at")} as "cursorAt",
        m.state as "moderationState"
      from safety_sighting s
      left join moderation_content_state m on m.target_type = 'sighting' and m.target_id = s.id
@@ -78,8 +90,13 @@ export async function listSightings(
        and ($4::timestamptz is null or (s.created_at, s.id) < ($4::timestamptz, $5::uuid))
      order by s.created_at desc, s.id desc
      limit $6::int`,
-    [reportId, viewer.actorId, viewer.isAdmin, after?.at ?? null, after?.id ?? null, limit],
+    [report.id, viewer.actorId, viewer.isAdmin, after?.at ?? null, after?.id ?? null, limit, viewer.reviews, report.reporterId],
   );
   return rows;
 }
 
+/** The owner or a moderator listed these sightings: from now on their notes are public. */
+export async function markReviewed(client: Queryable, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await client.query(`update safety_sighting set reviewed_at = now() where id = any($1::uuid[]) and reviewed_at is null`, [ids]);
+}

@@ -50,5 +50,6 @@ export const de: Messages = {
   tooManyViews: { title: "Zu viele Anfragen", body: "Diese Seite wurde zu oft von deiner Verbindung aus geöffnet. Bitte versuch es in ein paar Minuten erneut." },
   tooManyMessages: { title: "Zu viele Nachrichten", body: "Von deiner Verbindung oder an dieses Tier wurden zu viele Nachrichten gesendet. Bitte versuch es später erneut." },
   failed: { title: "Etwas ist schiefgegangen", body: "Deine Anfrage konnte nicht ausgeführt werden. Bitte versuch es erneut." },
+  otherSite: { title: "Von einer anderen Website gesendet", body: "Dieses Formular kann nur von der Seite der Marke gesendet werden. Bitte scanne die Marke erneut und sende deine Nachricht von dieser Seite." },
   footer: "Animal Safety: Tiere finden zu ihren Familien zurück.",
 };

@@ -50,5 +50,6 @@ export const en: Messages = {
   tooManyViews: { title: "Too many requests", body: "This page was opened too often from your connection. Please try again in a few minutes." },
   tooManyMessages: { title: "Too many messages", body: "Too many messages were sent from your connection or to this animal. Please try again later." },
   failed: { title: "Something went wrong", body: "Your request could not be completed. Please try again." },
+  otherSite: { title: "Sent from another site", body: "This form can only be sent from the animal's tag page. Please scan the tag again and send your message from that page." },
   footer: "Animal Safety: reuniting animals with their families.",
 };

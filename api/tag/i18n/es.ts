@@ -50,5 +50,6 @@ export const es: Messages = {
   tooManyViews: { title: "Demasiadas solicitudes", body: "Esta página se ha abierto demasiadas veces desde tu conexión. Inténtalo de nuevo en unos minutos." },
   tooManyMessages: { title: "Demasiados mensajes", body: "Se han enviado demasiados mensajes desde tu conexión o a este animal. Inténtalo de nuevo más tarde." },
   failed: { title: "Algo ha fallado", body: "No se pudo completar tu solicitud. Inténtalo de nuevo." },
+  otherSite: { title: "Enviado desde otro sitio", body: "Este formulario solo se puede enviar desde la página de la placa. Vuelve a escanear la placa y envía tu mensaje desde esa página." },
   footer: "Animal Safety: reunimos a los animales con sus familias.",
 };

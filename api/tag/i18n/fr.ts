@@ -50,5 +50,6 @@ export const fr: Messages = {
   tooManyViews: { title: "Trop de requêtes", body: "Cette page a été ouverte trop souvent depuis votre connexion. Veuillez réessayer dans quelques minutes." },
   tooManyMessages: { title: "Trop de messages", body: "Trop de messages ont été envoyés depuis votre connexion ou à cet animal. Veuillez réessayer plus tard." },
   failed: { title: "Une erreur est survenue", body: "Votre demande n'a pas pu aboutir. Veuillez réessayer." },
+  otherSite: { title: "Envoyé depuis un autre site", body: "Ce formulaire ne peut être envoyé que depuis la page de la médaille. Veuillez scanner à nouveau la médaille et envoyer votre message depuis cette page." },
   footer: "Animal Safety : réunir les animaux et leurs familles.",
 };

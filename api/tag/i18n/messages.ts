@@ -48,5 +48,7 @@ export interface Messages {
   tooManyViews: { title: string; body: string };
   tooManyMessages: { title: string; body: string };
   failed: { title: string; body: string };
+  /** A form post another site's page made (api/plugins/same-origin-forms.ts). */
+  otherSite: { title: string; body: string };
   footer: string;
 }

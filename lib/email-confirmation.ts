@@ -1,0 +1,28 @@
+import { createHash, randomBytes } from "node:crypto";
+
+/**
+ * Email confirmation links. The API records the request and checks a
+ * followed link (api/notifications); the notifier's delivery makes the token
+ * when it sends the email and stores only its hash (notifier/delivery.ts), so
+ * the raw token lives in that process's memory and in the email, nowhere else.
+ */
+
+/** How long a link works once its email went out. */
+export const CONFIRMATION_TTL_HOURS = 24;
+
+/** Confirmation emails an actor may cause in any hour. */
+export const CONFIRMATIONS_PER_HOUR = 3;
+
+export const CONFIRMATION_PATH = "/v1/me/email/confirm";
+
+/** 32 random bytes (256 bits) in base64url: always 43 characters. */
+export const CONFIRMATION_TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+export const newConfirmationToken = (): string => randomBytes(32).toString("base64url");
+
+/** Only this hash is stored; any string hashes, so a malformed token is looked up like an unknown one. */
+export const hashConfirmationToken = (token: string): Buffer => createHash("sha256").update(token, "utf8").digest();
+
+/** The link in the email, on the API's public base URL. */
+export const confirmationLink = (publicBaseUrl: string, token: string): string =>
+  `${publicBaseUrl.replace(/\/$/, "")}${CONFIRMATION_PATH}?token=${token}`;
