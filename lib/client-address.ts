@@ -23,7 +23,7 @@ export function clientAddressKey(ip: string): string {
 }
 
 /** The eight 16-bit groups of a valid IPv6 address (isIPv6), a trailing dotted IPv4 part included. */
-function ipv6Groups(address: string): number[] {
+export function ipv6Groups(address: string): number[] {
   const parse = (part: string): number[] =>
     part === ""
       ? []

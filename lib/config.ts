@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { z } from "zod";
+import { ipv6Groups } from "./client-address.js";
 
 /**
  * Configuration is parsed once in each process's main.ts and passed down,
@@ -115,15 +116,7 @@ export function isAddressOrCidr(entry: string): boolean {
 /** An address's bits (32 for IPv4, 128 for IPv6, a zone id dropped), for comparing blocks. */
 function addressBits(address: string, family: 4 | 6): bigint {
   if (family === 4) return address.split(".").reduce((n, part) => (n << 8n) | BigInt(part), 0n);
-  let text = address.split("%")[0]!;
-  const dotted = /\d+\.\d+\.\d+\.\d+$/.exec(text);
-  if (dotted) {
-    const v4 = addressBits(dotted[0], 4);
-    text = `${text.slice(0, dotted.index)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
-  }
-  const [head, tail] = text.split("::").map((part) => (part ? part.split(":") : []));
-  const zeros = tail === undefined ? [] : Array<string>(8 - head!.length - tail.length).fill("0");
-  return [...head!, ...zeros, ...(tail ?? [])].reduce((n, group) => (n << 16n) | BigInt(`0x${group}`), 0n);
+  return ipv6Groups(address.split("%")[0]!).reduce((n, group) => (n << 16n) | BigInt(group), 0n);
 }
 
 /** Whether the blocks (each `prefix` bits of `bits`) together hold every address of a `width`-bit family. */
