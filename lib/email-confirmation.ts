@@ -1,5 +1,3 @@
-import { createHash, randomBytes } from "node:crypto";
-
 /**
  * Email confirmation links. The API records the request and checks a
  * followed link (api/notifications); the notifier's delivery makes the token
@@ -15,13 +13,7 @@ export const CONFIRMATIONS_PER_HOUR = 3;
 
 export const CONFIRMATION_PATH = "/v1/me/email/confirm";
 
-/** 32 random bytes (256 bits) in base64url: always 43 characters. */
-export const CONFIRMATION_TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-
-export const newConfirmationToken = (): string => randomBytes(32).toString("base64url");
-
-/** Only this hash is stored; any string hashes, so a malformed token is looked up like an unknown one. */
-export const hashConfirmationToken = (token: string): Buffer => createHash("sha256").update(token, "utf8").digest();
+/** The link's token is a lib/secret-token.ts token: newToken, stored as hashToken, checked with TOKEN_PATTERN. */
 
 /** The link in the email, on the API's public base URL. */
 export const confirmationLink = (publicBaseUrl: string, token: string): string =>

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Pool, Queryable } from "../lib/db.js";
-import { CONFIRMATION_TTL_HOURS, hashConfirmationToken, newConfirmationToken } from "../lib/email-confirmation.js";
+import { CONFIRMATION_TTL_HOURS } from "../lib/email-confirmation.js";
+import { hashToken, newToken } from "../lib/secret-token.js";
 import type { Logger } from "../lib/logger.js";
 import {
   CONFIRMATION_GONE,
@@ -34,8 +35,8 @@ export function backoffMs(attempt: number): number {
 async function withConfirmationToken(client: Queryable, notification: DeliverableNotification): Promise<DeliverableNotification | null> {
   const id = notification.data.emailConfirmationId;
   if (!z.uuid().safeParse(id).success) return null;
-  const token = newConfirmationToken();
-  const email = await armConfirmation(client, id!, notification.recipientActorId, hashConfirmationToken(token), CONFIRMATION_TTL_HOURS);
+  const token = newToken();
+  const email = await armConfirmation(client, id!, notification.recipientActorId, hashToken(token), CONFIRMATION_TTL_HOURS);
   return email === null ? null : { ...notification, email, confirmationToken: token };
 }
 

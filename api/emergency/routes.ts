@@ -18,7 +18,7 @@ import {
   TokenParams,
 } from "./schemas.js";
 import * as store from "./store.js";
-import { hashToken, newToken, TOKEN_PATTERN } from "./token.js";
+import { hashToken, newToken, TOKEN_PATTERN } from "../../lib/secret-token.js";
 
 const opt = <T>(value: T | null): T | undefined => value ?? undefined;
 const iso = (value: string | Date) => new Date(value).toISOString();

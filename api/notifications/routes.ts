@@ -1,14 +1,9 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from "fastify-type-provider-zod";
 import { AuditAction, AuditObject, writeAuditEvent } from "../../lib/audit.js";
 import { withTransaction, type Queryable } from "../../lib/db.js";
-import {
-  CONFIRMATION_PATH,
-  CONFIRMATION_TOKEN_PATTERN,
-  CONFIRMATION_TTL_HOURS,
-  CONFIRMATIONS_PER_HOUR,
-  hashConfirmationToken,
-} from "../../lib/email-confirmation.js";
+import { CONFIRMATION_PATH, CONFIRMATION_TTL_HOURS, CONFIRMATIONS_PER_HOUR } from "../../lib/email-confirmation.js";
 import type { EventLog } from "../../lib/outbox.js";
+import { hashToken, TOKEN_PATTERN } from "../../lib/secret-token.js";
 import type { AppDeps } from "../deps.js";
 import { prefersHtml } from "../negotiate.js";
 import { decodeTimeIdCursor, page, PageQuery, toPage } from "../pagination.js";
@@ -207,8 +202,8 @@ export const notificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { 
         const token = request.query.token ?? "";
         await withTransaction(pool, async (client) => {
           // Looked up before its shape is checked: a malformed token costs the query an unknown one does.
-          const used = await useConfirmation(client, hashConfirmationToken(token));
-          if (!used || !CONFIRMATION_TOKEN_PATTERN.test(token)) throw problems.notFound("email confirmation");
+          const used = await useConfirmation(client, hashToken(token));
+          if (!used || !TOKEN_PATTERN.test(token)) throw problems.notFound("email confirmation");
           await writeAuditEvent(client, {
             actorId: used.actorId,
             action: AuditAction.EmailConfirmed,

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { withTransaction, type Queryable } from "../../lib/db.js";
 import { ProblemError, ProblemSlug } from "../../lib/problems.js";
 import type { AppDeps } from "../deps.js";
-import { hashToken, TOKEN_PATTERN } from "../emergency/token.js";
+import { hashToken, TOKEN_PATTERN } from "../../lib/secret-token.js";
 import { sendProblem, toProblem } from "../plugins/errors.js";
 import { sendContactMessage } from "../safety/contact-messages/send.js";
 import { TAG_ASSETS } from "./assets.js";

@@ -2,7 +2,7 @@ import Fastify from "fastify";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createAuthenticator, PLATFORM_ADMIN, registerAuth } from "../../api/plugins/auth.js";
 import { signUnsubscribeToken } from "../../lib/alert-unsubscribe.js";
-import { hashConfirmationToken, newConfirmationToken } from "../../lib/email-confirmation.js";
+import { hashToken, newToken } from "../../lib/secret-token.js";
 import { DEVELOPMENT_UNSUBSCRIBE_SECRET, loadApiConfig } from "../../lib/config.js";
 import { coarsen, COARSE_PRECISION_METERS } from "../../lib/geo.js";
 import { as, devEnv } from "../helpers/app.js";
@@ -220,11 +220,11 @@ describe("no public response carries a precise location, a reporter id, contact 
   it("answers a followed email confirmation link with nothing about the address or the actor, as every kind of viewer", async () => {
     for (const [viewer, headers] of viewers) {
       // The link a delivery would have emailed: only the token's hash is stored, as the notifier stores it.
-      const token = newConfirmationToken();
+      const token = newToken();
       const owner = `confirming-${viewer}`;
       await h.pool.query(
         `insert into email_confirmation (actor_id, email, token_hash, expires_at) values ($1, $2, $3, now() + interval '1 day')`,
-        [owner, `${owner}@example.org`, hashConfirmationToken(token)],
+        [owner, `${owner}@example.org`, hashToken(token)],
       );
       const res = await h.call({ url: `/v1/me/email/confirm?token=${token}`, headers });
       expect(res.statusCode, `${viewer} ${res.body}`).toBe(200);

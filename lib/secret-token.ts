@@ -1,5 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
 
+/**
+ * Secret tokens carried in URLs: tag page tokens and email confirmation
+ * links. Only a token's sha256 is stored.
+ */
+
 /** 32 random bytes (256 bits) in base64url: always 43 characters. */
 export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
