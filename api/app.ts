@@ -14,6 +14,7 @@ import { emergencyRoutes } from "./emergency/routes.js";
 import { moderationRoutes } from "./moderation/routes.js";
 import { notificationRoutes } from "./notifications/routes.js";
 import { ownerRoutes } from "./owner/routes.js";
+import { partnerRoutes } from "./partners/routes.js";
 import { createAuthenticator, registerAuth, suspensionBeforeRefusal } from "./plugins/auth.js";
 import { clientErrorHandler, registerErrorHandling, sendProblem } from "./plugins/errors.js";
 import { registerGracefulClose } from "./plugins/graceful-close.js";
@@ -23,8 +24,10 @@ import { registerOpenApi } from "./plugins/openapi.js";
 import { registerRelayWakeUps } from "./plugins/relay-wake-ups.js";
 import { registerSameOriginForms } from "./plugins/same-origin-forms.js";
 import { photoRoutes } from "./photos/routes.js";
+import { pushRoutes } from "./push/routes.js";
 import { createObjectStorage, type ObjectStorage } from "../lib/storage/index.js";
 import { safetyRoutes } from "./safety/routes.js";
+import { isSharePageUrl, sendShareNotFound, shareRoutes } from "./share/routes.js";
 import type { TagPhotoSource } from "./tag/photos.js";
 import { isTagPageUrl, sendTagNotFound, tagRoutes } from "./tag/routes.js";
 
@@ -70,6 +73,7 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, tagP
       if (limiter?.refuse(request, reply)) return;
       // A tag page URL the router refused (an over-long or broken token) gets the tag's own 404 page.
       if (isTagPageUrl(request.url)) return void sendTagNotFound(request, reply, pool);
+      if (isSharePageUrl(request.url)) return sendShareNotFound(request, reply);
       const problem =
         error.code === "FST_ERR_MAX_PARAM_LENGTH" ? problems.notFound("resource") : problems.validation("the URL is malformed");
       sendProblem(reply, config.PROBLEM_BASE_URL, problem);
@@ -118,7 +122,10 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, tagP
   await app.register(animalRoutes, deps);
   await app.register(ownerRoutes, deps);
   await app.register(tagRoutes, { ...deps, photos: tagPhotos });
+  await app.register(shareRoutes, deps);
   await app.register(photoRoutes, { ...deps, metrics });
+  await app.register(partnerRoutes, deps);
+  await app.register(pushRoutes, deps);
   await app.register(consoleRoutes);
 
   return app;

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SPECIES } from "../lib/animals.js";
+import { PARTNER_KINDS } from "../lib/partners.js";
 
 /** Schemas shared by several modules: ids, points, timestamps, problems. Pagination: api/pagination.ts. */
 
@@ -41,3 +42,15 @@ export const Problem = z
     detail: z.string(),
   })
   .meta({ id: "Problem" });
+
+/** A shelter partner holding a found animal: its public contact (lib/partners.ts FoundReportPartner), public by design. */
+export const FoundReportPartner = z
+  .object({
+    name: z.string(),
+    kind: z.enum(PARTNER_KINDS),
+    phone: z.string().optional(),
+    email: z.string().optional(),
+    address: z.string().optional(),
+    website: z.string().optional(),
+  })
+  .meta({ id: "FoundReportPartner" });

@@ -25,13 +25,22 @@
  * of its deferrals. ALERTS_BENCH_PARTS=load runs
  * only that (and the seeding); results go to
  * bench/results/alerts-fanout-<date>[-<time>].json.
+ *
+ * The push part (ALERTS_BENCH_PARTS=push, not in the default): the city's
+ * fan-out (20,000 in range) without push, then 5,000 of its subscribers get
+ * a push subscription on a local push service (tests/helpers/push-service.ts,
+ * which checks each request's VAPID signature and decrypts it), and a second
+ * report there fans out: its time to the last notification row beside the
+ * first's, from the same run, then how fast the notifier's delivery jobs
+ * drain the 5,000 pushes against that service.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { coveringSubscriptionsSql } from "../notifier/alerts/coverage.js";
 import { LOAD, morningDigest, quietWrites, seededWritesNoFanout, writesUnderFanout } from "./alerts-load.js";
 import { CITY, CLUSTERS, seed } from "./alerts-seed.js";
-import { log, machine, startBenchStack, type BenchStack } from "./stack.js";
+import { TestPushService } from "../tests/helpers/push-service.js";
+import { BENCH_VAPID, log, machine, startBenchStack, type BenchStack } from "./stack.js";
 import { round, summarize } from "./stats.js";
 
 let requests = 0;
@@ -166,6 +175,79 @@ async function loadItem(stack: BenchStack, quiet: Awaited<ReturnType<typeof quie
   return { offered: LOAD, fanoutSettings, target: "write p95 ≤ 1.2 × quiet; fan-out keeps up", p95Ratio, quiet, seededNoFanout, underFanout, digest };
 }
 
+/** Subscribers of the city given a push subscription each in the push part. */
+const PUSH_SUBSCRIBERS = 5_000;
+
+/** The push part: the city's fan-out without push, then with 5,000 push subscribers, and the pushes' drain rate. */
+async function pushPart(stack: BenchStack) {
+  const service = await TestPushService.start();
+  service.expectVapidKey(BENCH_VAPID.publicKey);
+  try {
+    log(`deliveries still queued before the push part: ${await drained(stack, 120_000)}`);
+    const withoutPush = await fanOut(stack, "city: 20k within 10 km, no push subscribers", CITY);
+    log(`deliveries still queued: ${await drained(stack, 60_000)}`);
+
+    const { rows: chosen } = await stack.pool.query<{ actorId: string }>(
+      `select actor_id as "actorId" from alert_subscription where actor_id like 'city-%' order by actor_id limit $1`,
+      [PUSH_SUBSCRIBERS],
+    );
+    const subs = chosen.map(({ actorId }) => ({ actorId, ...service.subscribe() }));
+    await stack.pool.query(
+      `insert into push_subscription (actor_id, endpoint, p256dh, auth) select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])`,
+      [subs.map((s) => s.actorId), subs.map((s) => s.endpoint), subs.map((s) => s.keys.p256dh), subs.map((s) => s.keys.auth)],
+    );
+    log(`${subs.length} push subscriptions on ${service.origin}`);
+
+    const at = { lat: CITY.lat + 0.001, lon: CITY.lon + 0.001 };
+    const withPush = await fanOut(stack, "city: 20k within 10 km, 5k with push", at);
+    const reportId = (
+      await stack.pool.query<{ id: string }>(`select report_id as id from alert_fanout order by created_at desc limit 1`)
+    ).rows[0]!.id;
+    const deadline = Date.now() + 180_000;
+    let counts: { total: number; sent: number; open: number };
+    for (;;) {
+      counts = (
+        await stack.pool.query(
+          `select count(*)::int as total, count(*) filter (where status = 'sent')::int as sent,
+             count(*) filter (where status in ('pending', 'failed'))::int as open
+           from notification where channel = 'push' and kind = 'nearby_lost' and data->>'lostReportId' = $1`,
+          [reportId],
+        )
+      ).rows[0];
+      if (counts.open === 0 || Date.now() > deadline) break;
+      await sleep(250);
+    }
+    const { rows: timing } = await stack.pool.query(
+      `select extract(epoch from max(n.sent_at) - f.finished_at) * 1000 as "afterFanoutMs",
+         extract(epoch from max(n.sent_at) - min(n.created_at)) * 1000 as "firstRowToLastSentMs",
+         extract(epoch from max(n.sent_at) - min(n.sent_at)) * 1000 as "firstToLastSentMs"
+       from notification n join alert_fanout f on f.report_id = $1::uuid
+       where n.channel = 'push' and n.kind = 'nearby_lost' and n.data->>'lostReportId' = $1::text group by f.finished_at`,
+      [reportId],
+    );
+    const drainMs = Number(timing[0]?.firstToLastSentMs ?? NaN);
+    const verified = service.requests.filter((r) => r.error === undefined && r.status === 201).length;
+    const push = {
+      subscribers: subs.length,
+      pushRows: counts!.total,
+      sent: counts!.sent,
+      stillOpen: counts!.open,
+      requestsVerifiedAndDecrypted: verified,
+      requestsRefused: service.requests.length - verified,
+      lastSentAfterFanoutMs: round(Number(timing[0]?.afterFanoutMs ?? NaN), 0),
+      firstRowToLastSentMs: round(Number(timing[0]?.firstRowToLastSentMs ?? NaN), 0),
+      firstToLastSentMs: round(drainMs, 0),
+      // Sent pushes over the time from the first sent to the last: the delivery jobs' rate against the local service.
+      pushesPerSecond: round(counts!.sent / (drainMs / 1000), 0),
+    };
+    log(`push: ${JSON.stringify(push)}`);
+    console.table([withoutPush, withPush]);
+    return { target: "fan-out ≤ 10 s of notification rows with 5k push subscribers; pushes drain ≥ 500/s", withoutPush, withPush, push };
+  } finally {
+    await service.close();
+  }
+}
+
 async function main() {
   const startedAt = new Date();
   log("starting the stack");
@@ -178,8 +260,9 @@ async function main() {
     await sleep(1_000);
     const measured = parts.has("scenarios") ? await scenarios(stack) : null;
     const load = quiet ? await loadItem(stack, quiet) : null;
+    const push = parts.has("push") ? await pushPart(stack) : null;
 
-    const result = { startedAt: startedAt.toISOString(), machine: machine(), ...measured, load };
+    const result = { startedAt: startedAt.toISOString(), machine: machine(), ...measured, load, ...(push ? { push } : {}) };
     mkdirSync("bench/results", { recursive: true });
     const day = startedAt.toISOString().slice(0, 10);
     const file = existsSync(`bench/results/alerts-fanout-${day}.json`)

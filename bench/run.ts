@@ -23,7 +23,10 @@ import {
   rawWriteLatency,
   rawWriteThroughput,
 } from "./baselines.js";
+import { jobsSummaryScenario } from "./jobs-summary.js";
+import { partnersScenario } from "./partners.js";
 import { photoScenario } from "./photos.js";
+import { shareScenario } from "./share.js";
 import { log, machine, startBenchStack } from "./stack.js";
 import { load, runId } from "./load.js";
 import { summariseProfiles } from "./profile.js";
@@ -311,6 +314,24 @@ log("scenario 7: photos, upload → ready and variant GETs");
 const photos = await photoScenario(stack, { quick });
 for (const [scenario, figure, target, note] of photos.rows) row(scenario, figure, "—", "—", target, note);
 results.photos = photos.results;
+
+// 7b. Share pages and flyers ---------------------------------------------------
+log("scenario 7b: flyers warm and cold, share page beside the tag page");
+const share = await shareScenario(stack, { quick });
+for (const [scenario, figure, baseline, target, note] of share.rows) row(scenario, figure, baseline, "—", target, note);
+results.share = share.results;
+
+// 7c. The jobs summary over a bloated jobs table -------------------------------
+log("scenario 7c: jobs summary with 1,000,000 jobs deleted and 100,000 queued");
+const jobs = await jobsSummaryScenario(stack, { quick });
+for (const [scenario, figure, baseline, target, note] of jobs.rows) row(scenario, figure, baseline, "—", target, note);
+results.jobsSummary = jobs.results;
+
+// 7d. Shelter partners -------------------------------------------------------
+log("scenario 7d: in-custody creates beside finders' found reports, and a shelter's nightly publish");
+const partners = await partnersScenario(stack, { quick });
+for (const [scenario, figure, baseline, target, note] of partners.rows) row(scenario, figure, baseline, "—", target, note);
+results.partners = partners.results;
 
 // 8. Limiter ----------------------------------------------------------------
 log("scenario 8: limiter burst and flood");

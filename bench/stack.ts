@@ -37,6 +37,15 @@ export interface BenchStack {
   stop(): Promise<void>;
 }
 
+/** The VAPID pair of the bench's processes (web-push's generateVAPIDKeys made it), which its local push service checks. */
+export const BENCH_VAPID = {
+  publicKey: "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg",
+  privateKey: "vOL8GdN3rkoVXeIdJK-ZzSYFACe7-mn6uU66MPNm3vo",
+};
+
+/** The integration key the bench's partner scenario calls /partners with (bench/partners.ts). */
+export const BENCH_PARTNER_KEY = "bench-partner-integration-key";
+
 export function log(message: string): void {
   console.error(`[${new Date().toISOString().slice(11, 19)}] ${message}`);
 }
@@ -62,12 +71,26 @@ export interface BenchStackOptions {
    */
   relayNice?: number;
   notifierNice?: number;
+  /** The candidate covering index for the jobs summary on graphile-worker's jobs table (JOBS_SUMMARY_INDEX), before any process starts. */
+  jobsSummaryIndex?: boolean;
 }
+
+/**
+ * A covering index for the jobs summary (lib/job-state.ts jobCounts) on
+ * graphile-worker's jobs table: every column the count reads, so that with
+ * the visibility map set it is an index-only scan of the queued jobs rather
+ * than a scan of the table. Not in the service's schema: bench/jobs-summary.ts
+ * and bench/write-path.ts measure it (BENCH_JOBS_INDEX=1, the write-path
+ * variant `jobs-summary-index`).
+ */
+export const JOBS_SUMMARY_INDEX = `create index if not exists jobs_summary_bench_idx
+  on graphile_worker._private_jobs (task_id, run_at) include (locked_at, attempts, max_attempts)`;
 
 export async function startBenchStack(
   database: string,
   { inspect = false, profileDir, apiEnv = {}, apiInstances = 1, databaseSettings = {},
-    relayNice = Number(process.env.BENCH_RELAY_NICE ?? 10), notifierNice = Number(process.env.BENCH_NOTIFIER_NICE ?? 10) }: BenchStackOptions = {},
+    relayNice = Number(process.env.BENCH_RELAY_NICE ?? 10), notifierNice = Number(process.env.BENCH_NOTIFIER_NICE ?? 10),
+    jobsSummaryIndex = process.env.BENCH_JOBS_INDEX === "1" }: BenchStackOptions = {},
 ): Promise<BenchStack> {
   const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const url = new URL(adminUrl);
@@ -80,6 +103,11 @@ export async function startBenchStack(
   for (const [name, value] of Object.entries(databaseSettings)) await admin.query(`alter database ${database} set ${name} = '${value}'`);
   await admin.end();
   await migrateUp(dbUrl);
+  if (jobsSummaryIndex) {
+    const pool = new pg.Pool({ connectionString: dbUrl, max: 1 });
+    await pool.query(JOBS_SUMMARY_INDEX);
+    await pool.end();
+  }
 
   let nats: TestNatsServer | null = null;
   let natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
@@ -114,6 +142,18 @@ export async function startBenchStack(
     ...(process.env.NOTIFIER_FANOUT_CONCURRENCY ? { NOTIFIER_FANOUT_CONCURRENCY: process.env.NOTIFIER_FANOUT_CONCURRENCY } : {}),
     ...(process.env.NOTIFIER_FANOUT_DUTY ? { NOTIFIER_FANOUT_DUTY: process.env.NOTIFIER_FANOUT_DUTY } : {}),
     ...(process.env.NOTIFIER_CONSUME_CONCURRENCY ? { NOTIFIER_CONSUME_CONCURRENCY: process.env.NOTIFIER_CONSUME_CONCURRENCY } : {}),
+    // The push part's delivery rate with more delivery jobs at once (bench/alerts-fanout.ts).
+    ...(process.env.NOTIFIER_WORKER_CONCURRENCY ? { NOTIFIER_WORKER_CONCURRENCY: process.env.NOTIFIER_WORKER_CONCURRENCY } : {}),
+    // The photo jobs at once, when the partner bench compares them (bench/partners.ts).
+    ...(process.env.NOTIFIER_PHOTO_CONCURRENCY ? { NOTIFIER_PHOTO_CONCURRENCY: process.env.NOTIFIER_PHOTO_CONCURRENCY } : {}),
+    // The partner scenario (bench/partners.ts): its integration key, and its local photo server allow-listed.
+    PARTNER_API_KEYS: BENCH_PARTNER_KEY,
+    PARTNER_PHOTO_FETCH_ALLOW: "127.0.0.1",
+    // The push part of the alert bench (bench/alerts-fanout.ts): a fixed VAPID pair, and its local push service allow-listed.
+    VAPID_PUBLIC_KEY: BENCH_VAPID.publicKey,
+    VAPID_PRIVATE_KEY: BENCH_VAPID.privateKey,
+    VAPID_SUBJECT: "mailto:bench@animal-safety.example",
+    PUSH_ENDPOINT_ALLOW: "127.0.0.1",
   };
   const startRelay = async () => {
     const relay = ServiceProcess.start("relay", { ...env, RELAY_HEALTH_ADDR: `127.0.0.1:${ports.relay}`, NODE_OPTIONS: nodeOptions("relay") });

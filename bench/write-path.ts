@@ -33,6 +33,11 @@ const variants: Variant[] = [
   { name: "equal-priority", what: "relay and notifier at the API's priority (nice 0), without the default's nice 10", options: { relayNice: 0, notifierNice: 0 } },
   { name: "notifier-nice", what: "only the notifier at nice 10, the relay at the API's priority", options: { relayNice: 0 } },
   { name: "two-apis", what: "two API processes behind round-robin", options: { apiInstances: 2 } },
+  {
+    name: "jobs-summary-index",
+    what: "as default, with the jobs summary's covering index on graphile-worker's jobs table (bench/stack.ts JOBS_SUMMARY_INDEX)",
+    options: { jobsSummaryIndex: true },
+  },
 ];
 const picked = process.env.BENCH_VARIANTS?.split(",");
 // BENCH_STEPS=800,1000,…: other capacity steps (the API alone holds past the default 1,200/s on a fast VM).

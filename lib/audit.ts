@@ -16,9 +16,17 @@ export const AuditAction = {
   ReportFlagged: "safety.report_flagged",
   ReportCancelledByOperator: "safety.report_cancelled_by_operator",
   WorkerJobsCleaned: "operator.worker_jobs_cleaned",
+  /** A failed or scheduled graphile-worker job was made to run now, attempts reset (POST /v1/admin/jobs/{id}/retry). */
+  JobRetried: "admin.job.retried",
+  /** A queued or scheduled graphile-worker job was failed for good (POST /v1/admin/jobs/{id}/fail). */
+  JobFailed: "admin.job.failed",
   OutboxRepublished: "operator.outbox_republished",
   /** The link of a confirmation email was followed: the address now receives notification email. */
   EmailConfirmed: "account.email_confirmed",
+  PartnerCreated: "admin.partner.created",
+  PartnerPasswordRotated: "admin.partner.password_rotated",
+  PartnerSuspended: "admin.partner.suspended",
+  PartnerRestored: "admin.partner.restored",
 } as const;
 
 export type AuditAction = (typeof AuditAction)[keyof typeof AuditAction];
@@ -33,6 +41,9 @@ export const AuditObject = {
   ModerationReport: "moderation_report",
   Photo: "photo",
   WorkerJobs: "worker_jobs",
+  Partner: "partner",
+  /** One graphile-worker job, by its numeric id. */
+  WorkerJob: "worker_job",
 } as const;
 
 export type AuditObject = (typeof AuditObject)[keyof typeof AuditObject];

@@ -187,6 +187,34 @@ const alertUnsubscribeSecret = optionalSetting(z.string().min(32, "must be at le
 /** Values that stand in for unset settings in development only. */
 const developmentFallbacks = { ALERT_UNSUBSCRIBE_SECRET: DEVELOPMENT_UNSUBSCRIBE_SECRET } as const;
 
+/**
+ * Web Push (contract part 3, "Push to phones"): the VAPID key pair (RFC 8292)
+ * that signs every push request, and the hosts a subscription's endpoint may
+ * use over plain http. In development, unset keys are made once and kept in
+ * `.data/vapid-keys.json` (lib/push.ts).
+ */
+const vapidPublicKey = optionalSetting(
+  z.string().regex(/^[A-Za-z0-9_-]{87}$/, "must be a 65-byte uncompressed P-256 public key in base64url (87 characters)"),
+).describe(
+  "The VAPID public key (base64url, 65-byte uncompressed P-256 point): browsers subscribe with it (`GET /v1/push/public-key`) and " +
+    "push services check the notifier's signatures with it. The same value in the API and the notifier. In development, when unset, " +
+    "a pair made once and kept in `.data/vapid-keys.json`.",
+);
+const pushEndpointAllow = csv.describe(
+  "Host names a push subscription's endpoint may use over plain http and on any address, loopback included: for tests only. " +
+    "Any other endpoint must be https, and outside development not on a private, loopback, link-local or metadata address.",
+);
+const webPushNotifier = {
+  VAPID_PUBLIC_KEY: vapidPublicKey,
+  VAPID_PRIVATE_KEY: optionalSetting(z.string().regex(/^[A-Za-z0-9_-]{43}$/, "must be a 32-byte P-256 private key in base64url (43 characters)")).describe(
+    "The VAPID private key (base64url, 32 bytes) the notifier signs push requests with; the pair of `VAPID_PUBLIC_KEY`.",
+  ),
+  VAPID_SUBJECT: optionalSetting(z.string().regex(/^(mailto:|https:\/\/)\S+$/, "must be a mailto: or https: URL")).describe(
+    "The VAPID `sub` claim: a `mailto:` or `https:` contact push services can reach the operator at.",
+  ),
+  PUSH_ENDPOINT_ALLOW: pushEndpointAllow,
+};
+
 /** One NATS URL, or several comma-separated (the nodes of a cluster); every entry must be non-empty. */
 const natsUrl = z
   .string()
@@ -366,6 +394,10 @@ const apiSettings = defineProcess({
     API_HTTP_ADDR: listenAddr.describe("Where the HTTP server listens."),
     API_METRICS_ADDR: listenAddr.describe("Where the API's `/metrics` listens for Prometheus: its own port, never the public one."),
     API_PUBLIC_BASE_URL: apiPublicBaseUrl.describe("Where the API is reached from outside: the base of photo URLs and emergency QR links."),
+    PUBLIC_BASE_URL: optionalSetting(z.string().url()).describe(
+      "The base of the public links people share and print: share pages (`og:url`, `og:image`, canonical), flyers' QR codes and " +
+        "short links. In development, when unset, `API_PUBLIC_BASE_URL`.",
+    ),
     AUTH_JWKS_URL: optionalSetting(z.string().url()).describe("The identity provider's JWKS, which verifies bearer JWTs."),
     AUTH_ISSUER: optionalSetting(z.string()).describe("The `iss` a bearer JWT must carry."),
     AUTH_AUDIENCE: optionalSetting(z.string()).describe("The `aud` a bearer JWT must carry."),
@@ -403,6 +435,12 @@ const apiSettings = defineProcess({
         "`required`: a notification address gets email only after its confirmation link is followed. " +
           "`off`: an address gets email as soon as it is set, and no confirmation email is sent.",
       ),
+    VAPID_PUBLIC_KEY: vapidPublicKey,
+    PUSH_ENDPOINT_ALLOW: pushEndpointAllow,
+    PARTNER_API_KEYS: csv.describe(
+      "The partner API's integration keys, one per integrating program (shelter software): every `/partners` call carries one in " +
+        "`x-api-key`. None set: every `/partners` call is 401.",
+    ),
   },
   listenDefaults: { API_HTTP_ADDR: 8080, API_METRICS_ADDR: 9464 },
   requiredOutsideDevelopment: [
@@ -412,6 +450,8 @@ const apiSettings = defineProcess({
     "API_CORS_ORIGINS",
     ...objectStorageCredentials,
     "ALERT_UNSUBSCRIBE_SECRET",
+    "PUBLIC_BASE_URL",
+    "VAPID_PUBLIC_KEY",
   ],
   developmentOnly: ["API_DEV_AUTH_BYPASS"],
   // `npm run dev` sends no confirmation email: an address is used as soon as it is set.
@@ -541,10 +581,15 @@ const notifierSettings = defineProcess({
       .default(2)
       .describe("Photo processing jobs at once, each decoding up to a 1600 px raster (about 10 MB) besides the original."),
     ...objectStorage,
+    ...webPushNotifier,
+    PARTNER_PHOTO_FETCH_ALLOW: csv.describe(
+      "Host names whose partner photo URLs are fetched over plain http and to any address, loopback included: for tests only. " +
+        "Any other host is fetched over https only, and never from a private, loopback, link-local or metadata address.",
+    ),
   },
   listenDefaults: { NOTIFIER_HEALTH_ADDR: 8085 },
   // The notifier processes and deletes photos: outside development it needs the bucket as the API does.
-  requiredOutsideDevelopment: [...objectStorageCredentials, "ALERT_UNSUBSCRIBE_SECRET"],
+  requiredOutsideDevelopment: [...objectStorageCredentials, "ALERT_UNSUBSCRIBE_SECRET", "VAPID_PUBLIC_KEY", "VAPID_PRIVATE_KEY", "VAPID_SUBJECT"],
   developmentOnly: [],
   developmentFallbacks,
   allOrNone: [objectStorageCredentials],
@@ -589,7 +634,7 @@ const databaseToolSchema = z.object(databaseToolSettings.shape);
 const busToolSchema = z.object(busToolSettings.shape);
 
 // The secret is always set once loaded: required outside development, defaulted in it.
-export type ApiConfig = Readonly<z.output<typeof apiSchema> & { ALERT_UNSUBSCRIBE_SECRET: string }>;
+export type ApiConfig = Readonly<z.output<typeof apiSchema> & { ALERT_UNSUBSCRIBE_SECRET: string; PUBLIC_BASE_URL: string }>;
 export type RelayConfig = Readonly<z.output<typeof relaySchema>>;
 export type NotifierConfig = Readonly<z.output<typeof notifierSchema> & { ALERT_UNSUBSCRIBE_SECRET: string }>;
 export type DatabaseToolConfig = Readonly<z.output<typeof databaseToolSchema>>;
@@ -657,7 +702,24 @@ function checkAllOrNone(values: Readonly<Record<string, unknown>>, group: readon
 
 export function loadApiConfig(env: Env): ApiConfig {
   const { config, environment } = loadProcess(apiSettings, apiSchema, env);
-  return withUnsubscribeSecret(config, environment);
+  return withPublicBaseUrl(withUnsubscribeSecret(config, environment), environment);
+}
+
+/**
+ * PUBLIC_BASE_URL is printed on flyers and posted to other sites, where a
+ * localhost link would be wrong for good: outside development a missing one
+ * has already failed (requiredOutsideDevelopment; checked again here). In
+ * development it is the API's own public base, http://localhost:8080 unless set.
+ */
+function withPublicBaseUrl<T extends { PUBLIC_BASE_URL?: string | undefined; API_PUBLIC_BASE_URL: string }>(
+  config: T,
+  environment: ProcessEnvironment,
+): T & { PUBLIC_BASE_URL: string } {
+  if (config.PUBLIC_BASE_URL !== undefined) return config as T & { PUBLIC_BASE_URL: string };
+  if (environment.value !== "development") {
+    throw new ConfigError("PUBLIC_BASE_URL", `is required when ${environment.setting}=${environment.value}`);
+  }
+  return Object.freeze({ ...config, PUBLIC_BASE_URL: config.API_PUBLIC_BASE_URL });
 }
 
 /**

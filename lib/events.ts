@@ -2,6 +2,7 @@ import { z } from "zod";
 import { REPORT_OUTCOMES, SPECIES } from "./animals.js";
 import { MATCH_KINDS, MATCH_REASONS } from "./matches.js";
 import { CONTENT_STATES, MODERATION_TARGET_TYPES } from "./moderation.js";
+import { PARTNER_KINDS } from "./partners.js";
 import { PHOTO_PARENT_TYPES } from "./photos.js";
 
 /**
@@ -58,6 +59,16 @@ const MatchPair = z.object({
   kind: z.enum(MATCH_KINDS),
   targetId: z.uuid(),
   targetReporterId: ActorId,
+});
+
+/** A shelter partner's public contact: public by design (contract, "Shelter partners"). */
+const PartnerContact = z.object({
+  name: z.string().min(1).max(200),
+  kind: z.enum(PARTNER_KINDS),
+  phone: z.string().max(200).optional(),
+  email: z.string().max(320).optional(),
+  address: z.string().max(500).optional(),
+  website: z.string().max(2000).optional(),
 });
 
 /** A photo and what it belongs to (lib/photos.ts). */
@@ -145,8 +156,23 @@ export const eventCatalogue = {
     reasons: z.array(z.enum(MATCH_REASONS)).optional(),
     /** Metres between the two coarse points. */
     distanceM: z.number().int().min(0).optional(),
+    /** Hours from the lost report's lastSeenAt to the found report's or sighting's time (0 when before it). */
+    gapHours: z.number().min(0).optional(),
+    /**
+     * Whether the lost report's owner is told at once: the suggestion stands clearly ahead of
+     * that report's other candidates, or the chips are equal. Otherwise it joins the owner's
+     * daily "N possible matches". Absent on events recorded before it was carried: those alert.
+     */
+    ownerAlert: z.boolean().optional(),
+    /** With the microchip reason: whether the chips are equal or one keystroke apart (the owner is told which). */
+    microchip: z.enum(["equal", "near"]).optional(),
+    /** A found report in a shelter partner's custody: that partner's public contact (lib/partners.ts), told to the owner. */
+    partner: PartnerContact.optional(),
   }),
-  [EventType.MatchConfirmed]: MatchPair,
+  [EventType.MatchConfirmed]: MatchPair.extend({
+    /** The lost report's share page, given to a shelter partner holding the animal; absent on events recorded before it was carried. */
+    lostReportShareUrl: z.url().max(2000).optional(),
+  }),
   [EventType.TagScanned]: z.object({
     animalId: z.uuid(),
     /** The animal's owner, who is told (at most once per tag per 10 minutes). */

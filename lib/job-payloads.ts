@@ -21,6 +21,7 @@ export const MATCH_SUBJECT_TASK = "match__subject";
 export const ALERTS_FANOUT_TASK = "alerts__fanout";
 export const PHOTO_PROCESS_TASK = "photo__process";
 export const PHOTO_DELETE_TASK = "photo__delete_objects";
+export const PARTNER_PHOTO_FETCH_TASK = "partner__photo_fetch";
 
 export const MATCH_SUBJECT_KINDS = ["lost", "found", "sighting"] as const;
 
@@ -84,6 +85,12 @@ export const QUEUED_TASKS = {
   [PHOTO_PROCESS_TASK]: queued({ payload: photoPayload, maxAttempts: 5, key: (job) => [job.photoId] }),
   /** Queued by DELETE /v1/photos/{id}: removes the stored objects no live photo names. */
   [PHOTO_DELETE_TASK]: queued({ payload: photoPayload, maxAttempts: 10, key: (job) => [job.photoId] }),
+  /**
+   * Queued by POST /partners/v2/animals/{id}/photos, one per URL: fetches it
+   * under the SSRF guard (lib/safe-fetch.ts) and hands it to photo__process.
+   * A refused fetch fails the photo at once; the last attempt fails it too.
+   */
+  [PARTNER_PHOTO_FETCH_TASK]: queued({ payload: z.object({ fetchId: z.uuid() }), maxAttempts: 3, key: (job) => [job.fetchId] }),
 };
 
 type QueuedTasks = typeof QUEUED_TASKS;

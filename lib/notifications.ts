@@ -11,7 +11,7 @@ interface Queryable {
   query<R>(text: string, values?: unknown[]): Promise<{ rows: R[] }>;
 }
 
-export const CHANNELS = ["in_app", "email"] as const;
+export const CHANNELS = ["in_app", "email", "push"] as const;
 export type Channel = (typeof CHANNELS)[number];
 
 export const NOTIFICATION_STATUSES = ["pending", "sent", "failed", "dead_letter"] as const;
@@ -91,12 +91,18 @@ export const NO_ADDRESS = "no email address configured for recipient";
 export const PROVIDER_REJECTED = "provider rejected";
 /** A confirmation whose address was changed, cleared or confirmed before its link went out. */
 export const CONFIRMATION_GONE = "email confirmation no longer pending";
+/** A push notification whose recipient has no push subscription left (each gone, 404/410, or deleted). */
+export const NO_PUSH_SUBSCRIPTION = "no push subscription";
+
+/** Push kinds sent with `Urgency: high` (RFC 8030 5.3): the ones an owner out searching must see at once. */
+export const HIGH_URGENCY_KINDS: readonly NotificationKind[] = ["match", CONTACT_MESSAGE_KIND, "sighting", "tag_scanned"];
 
 const permanentPatterns = [
   new RegExp(NO_DELIVERER, "i"),
   new RegExp(NO_ADDRESS, "i"),
   new RegExp(PROVIDER_REJECTED, "i"),
   new RegExp(CONFIRMATION_GONE, "i"),
+  new RegExp(NO_PUSH_SUBSCRIPTION, "i"),
   /\bsmtp 5\d\d\b/i,
 ];
 

@@ -9,6 +9,7 @@ export const ProblemSlug = {
   Forbidden: "forbidden",
   AccountSuspended: "account-suspended",
   NotFound: "not-found",
+  Gone: "gone",
   Conflict: "conflict",
   AlreadyFlagged: "already-flagged",
   SelfSuspension: "self-suspension",
@@ -33,6 +34,7 @@ const titles: Record<ProblemSlug, string> = {
   forbidden: "Forbidden",
   "account-suspended": "Account suspended",
   "not-found": "Not found",
+  gone: "Gone",
   conflict: "Conflict",
   "already-flagged": "Already flagged",
   "self-suspension": "Self-suspension",
@@ -98,6 +100,8 @@ export const problems = {
   accountSuspended: () => new ProblemError(ProblemSlug.AccountSuspended, 403, "this account is suspended"),
   notFound: (what = "resource") => new ProblemError(ProblemSlug.NotFound, 404, `${what} not found`),
   conflict: (detail: string) => new ProblemError(ProblemSlug.Conflict, 409, detail),
+  /** Something that existed and never will again in this form (a resolved report's flyer). */
+  gone: (detail: string) => new ProblemError(ProblemSlug.Gone, 410, detail),
   alreadyFlagged: () =>
     new ProblemError(ProblemSlug.AlreadyFlagged, 409, "you have already flagged this report"),
   selfSuspension: () =>

@@ -152,3 +152,23 @@ export async function requeue(client: Queryable, jobs: readonly StoredJob[]): Pr
 export async function completeJobs(client: Queryable, ids: readonly number[]): Promise<void> {
   await client.query(`select from graphile_worker.complete_jobs($1::bigint[])`, [ids]);
 }
+
+/**
+ * Makes a job not locked by a worker run now with its attempts reset,
+ * through graphile-worker's reschedule_jobs (the operator's retry). False
+ * when no such job is free to change: gone, or a worker took it meanwhile.
+ */
+export async function retryJob(client: Queryable, id: number): Promise<boolean> {
+  const { rowCount } = await client.query(`select from graphile_worker.reschedule_jobs(array[$1::bigint], run_at => now(), attempts => 0)`, [id]);
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Fails a job not locked by a worker for good (attempts used up, `error` as
+ * its last error), through graphile-worker's permanently_fail_jobs. False
+ * when no such job is free to change.
+ */
+export async function failJob(client: Queryable, id: number, error: string): Promise<boolean> {
+  const { rowCount } = await client.query(`select from graphile_worker.permanently_fail_jobs(array[$1::bigint], $2::text)`, [id, error]);
+  return (rowCount ?? 0) > 0;
+}

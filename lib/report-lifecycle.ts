@@ -39,9 +39,18 @@ export interface ReportRef {
 export const expiryAfter = (ttlDays: SqlValue) => `now() + make_interval(days => ${ttlDays})`;
 
 /**
+ * Why a report was closed when its reporter did not simply close it:
+ * `left_custody`, a partner's animal that left the shelter (DELETE
+ * /partners/v2/animals/{id}). `expired` is expireBatch's.
+ */
+export const CLOSED_REASONS = ["expired", "left_custody"] as const;
+export type ClosedReason = (typeof CLOSED_REASONS)[number];
+
+/**
  * The reporter resolves an open report (reunited or closed): it leaves the
  * open-only alerts (and their partial GiST index) at once. Emits
- * lost_report_resolved or found_report_resolved.
+ * lost_report_resolved or found_report_resolved. A partner's animal that
+ * left its custody is closed here too, with closedReason `left_custody`.
  */
 export async function resolveReport(
   client: Queryable,
@@ -49,12 +58,13 @@ export async function resolveReport(
   report: ReportRef,
   outcome: ReportOutcome,
   log?: EventLog,
+  closedReason: Exclude<ClosedReason, "expired"> | null = null,
 ): Promise<{ resolvedAt: string }> {
   const { rows } = await client.query<{ resolvedAt: Date }>(
-    `update ${reportTable[kind]} set status = $2::text, resolved_at = now(), updated_at = now()
+    `update ${reportTable[kind]} set status = $2::text, closed_reason = $3::text, resolved_at = now(), updated_at = now()
      where id = $1::uuid
      returning resolved_at as "resolvedAt"`,
-    [report.id, outcome],
+    [report.id, outcome, closedReason],
   );
   const resolvedAt = rows[0]!.resolvedAt.toISOString();
   const fields = { reporterId: report.reporterId, outcome, resolvedAt };

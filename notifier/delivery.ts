@@ -11,7 +11,9 @@ import {
   tryLockDelivery,
   unlockDelivery,
 } from "../lib/notifications.js";
-import type { Deliverers } from "./deliverers/types.js";
+import { NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
+import { enqueue } from "../lib/queue.js";
+import { DeliveryError, type Deliverers } from "./deliverers/types.js";
 import type { NotifierMetrics } from "./metrics.js";
 import { armConfirmation, loadForDelivery, recordAttempt, type DeliverableNotification } from "./store.js";
 
@@ -89,7 +91,7 @@ export function createDelivery({ pool, deliverers, logger, attempts = DELIVERY_A
       for (let attempt = firstAttempt; attempt <= attempts; attempt++) {
         const timer = metrics?.deliverySeconds.startTimer({ channel: notification.channel });
         try {
-          await deliverer.deliver(deliverable);
+          await deliverer.deliver(deliverable, client);
           timer?.({ outcome: "sent" });
           await recordAttempt(client, notificationId, "sent", null);
           logger.info({ notificationId, eventId: notification.sourceEventId, channel: notification.channel }, "notifier: delivered");
@@ -105,7 +107,14 @@ export function createDelivery({ pool, deliverers, logger, attempts = DELIVERY_A
             exhausted ? "notifier: delivery dead-lettered" : "notifier: delivery attempt failed",
           );
           if (exhausted) return;
-          await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
+          // A Retry-After (a push service's 429 or 503) is honoured: within the backoff's cap the wait is the longer of the
+          // two; past it the round's next attempt is a job of its own at that time, so no job sleeps for minutes.
+          const retryAfterMs = err instanceof DeliveryError ? (err.retryAfterMs ?? 0) : 0;
+          if (retryAfterMs > BACKOFF_CAP_MS) {
+            await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId }, { runAt: new Date(Date.now() + retryAfterMs) });
+            return;
+          }
+          await new Promise((resolve) => setTimeout(resolve, Math.max(backoffMs(attempt), retryAfterMs)));
         }
       }
     } finally {

@@ -1,7 +1,11 @@
 import { EventType, parseEventData, type EventEnvelope } from "../lib/events.js";
-import { describeMatch } from "../lib/matches.js";
+import { describeMatch, matchesPath } from "../lib/matches.js";
 import { CONTACT_MESSAGE_TARGET_TYPE } from "../lib/moderation.js";
 import { CONTACT_MESSAGE_KIND, type NotificationKind } from "../lib/notifications.js";
+import type { FoundReportPartner } from "../lib/partners.js";
+
+/** A notification's `data`: ids to follow, and for a shelter's animal the shelter's public contact. */
+export type NotificationData = Record<string, string | FoundReportPartner>;
 
 /** What a handler makes of one event; the consumer adds the channels and the source event id. */
 export interface NotificationDraft {
@@ -11,8 +15,8 @@ export interface NotificationDraft {
   sourceKey: string;
   subject: string;
   body: string;
-  /** The ids to follow (lostReportId, foundReportId, matchId, animalId, …). */
-  data: Record<string, string>;
+  /** The ids to follow (lostReportId, foundReportId, matchId, animalId, …); a shelter's match adds `partner`, its public contact. */
+  data: NotificationData;
   /** Set to count this draft into the recipient's notification of the same group instead (notifier/grouping.ts). */
   group?: NotificationGroup;
 }
@@ -191,20 +195,58 @@ const matchIds = (data: { matchId: string; lostReportId: string; kind: string; t
     [data.kind === "sighting" ? "sightingId" : "foundReportId"]: data.targetId,
   });
 
+/** Where a shelter's animal is, with the shelter's public contact (public by design: contract, "Shelter partners"). */
+function atPartner(partner: FoundReportPartner): string {
+  const contact = [partner.phone, partner.email, partner.address, partner.website].filter(Boolean).join(", ");
+  return `The animal is at ${partner.name}${contact ? ` (${contact})` : ""}.`;
+}
+
+/** An owner hears of the suggestions that do not alert at once at most once per this many seconds per lost report. */
+export const MATCH_DIGEST_WINDOW_SECONDS = 86_400;
+
+/**
+ * The lost report's owner: at once, in words (describeMatch), when the
+ * suggestion stands clearly ahead of that report's other candidates or the
+ * chips are equal (`ownerAlert`, notifier/matching/score.ts alertsOwner);
+ * otherwise one "N possible matches" a day per lost report, grouped
+ * (notifier/grouping.ts), pointing to the listing.
+ */
+function ownerMatchDraft(data: EventEnvelope<typeof EventType.MatchSuggested>["data"]): NotificationDraft {
+  if (data.ownerAlert !== false) {
+    return {
+      recipientActorId: data.lostReporterId,
+      kind: "match",
+      sourceKey: `match:${data.matchId}`,
+      subject: data.kind === "sighting" ? "A sighting may be your animal" : "A found animal may be yours",
+      body:
+        `A ${data.kind === "sighting" ? "sighting" : "found report"} may be your animal: ${describeMatch(data)}. ` +
+        (data.partner ? `${atPartner(data.partner)} ` : "") +
+        "Open your report's matches to see it, then confirm or dismiss it.",
+      data: data.partner ? { ...matchIds(data), partner: data.partner } : matchIds(data),
+    };
+  }
+  const possible = (count: number) => (count === 1 ? "1 possible match" : `${count} possible matches`);
+  const digest = (count: number) => ({
+    subject: `${possible(count)} for your lost report`,
+    body:
+      `${count === 1 ? "An animal was" : `${count} animals were`} reported that could be yours, none of them clearly ahead of the others. ` +
+      "Open your report's matches to look at them, best first, then confirm or dismiss each.",
+    data: { lostReportId: data.lostReportId, matchesPath: matchesPath(data.lostReportId), matchCount: String(count) },
+  });
+  return {
+    recipientActorId: data.lostReporterId,
+    kind: "match",
+    sourceKey: `match:${data.matchId}`,
+    ...digest(1),
+    group: { key: `match-digest:${data.lostReportId}`, windowSeconds: MATCH_DIGEST_WINDOW_SECONDS, summary: digest },
+  };
+}
+
 /** A new suggestion tells the lost report's owner and, for a found report, its finder; never someone about their own report. */
 const matchSuggested: EventHandler<typeof EventType.MatchSuggested> = ({ data }) => {
   if (data.lostReporterId === data.targetReporterId) return [];
   const sourceKey = `match:${data.matchId}`;
-  const owner: NotificationDraft = {
-    recipientActorId: data.lostReporterId,
-    kind: "match",
-    sourceKey,
-    subject: data.kind === "sighting" ? "A sighting may be your animal" : "A found animal may be yours",
-    body:
-      `A ${data.kind === "sighting" ? "sighting" : "found report"} may be your animal: ${describeMatch(data)}. ` +
-      "Open your report's matches to see it, then confirm or dismiss it.",
-    data: matchIds(data),
-  };
+  const owner = ownerMatchDraft(data);
   if (data.kind === "sighting") return [owner];
   const finder: NotificationDraft = {
     recipientActorId: data.targetReporterId,
@@ -230,8 +272,9 @@ const matchConfirmed: EventHandler<typeof EventType.MatchConfirmed> = ({ data })
           body:
             data.kind === "sighting"
               ? "The owner confirmed that your sighting was their animal. Thank you for looking out."
-              : "The owner confirmed that the animal you found is theirs. They can reach you through the message relay.",
-          data: matchIds(data),
+              : "The owner confirmed that the animal you found is theirs. They can reach you through the message relay." +
+                (data.lostReportShareUrl ? ` The owner's lost report: ${data.lostReportShareUrl}` : ""),
+          data: data.lostReportShareUrl ? { ...matchIds(data), lostReportShareUrl: data.lostReportShareUrl } : matchIds(data),
         },
       ];
 

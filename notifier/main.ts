@@ -56,7 +56,7 @@ try {
   exitFatal(logger, `notifier: connect: ${(err as Error).message}`, err);
 }
 
-const deliverers = buildDeliverers(config);
+const deliverers = buildDeliverers(config, pool);
 // The jobs that record events (matching, photo processing) wake the relay over the bus after
 // their commit; the consumer's transactions write no outbox rows.
 const wakeRelay = relayWaker(nc);
@@ -83,7 +83,10 @@ const fanoutRunner = await orExit(logger, "notifier: database", () =>
 );
 const storage = createObjectStorage(config);
 const photoRunner = await orExit(logger, "notifier: database", () =>
-  startPhotoWorker({ pool, storage, logger, wakeRelay }, config.NOTIFIER_PHOTO_CONCURRENCY),
+  startPhotoWorker(
+    { pool, storage, logger, wakeRelay, partnerPhotoFetch: { allowHosts: config.PARTNER_PHOTO_FETCH_ALLOW } },
+    config.NOTIFIER_PHOTO_CONCURRENCY,
+  ),
 );
 consumer.start();
 

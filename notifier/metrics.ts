@@ -1,7 +1,7 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Queryable } from "../lib/db.js";
-import { Histogram, registerSourcedGauge, registerWorkerQueueDepth, SCRAPE_READ_TIMEOUT_MS, type Registry } from "../lib/metrics.js";
+import { Histogram, registerSourcedGauge, registerWorkerJobMetrics, SCRAPE_READ_TIMEOUT_MS, type Registry } from "../lib/metrics.js";
 
 export interface NotifierMetrics {
   /** Duration of one deliverer call, by channel and outcome (sent, failed). */
@@ -49,7 +49,7 @@ export function createNotifierMetrics(registry: Registry, { db, nc, stream, cons
       return rows.map((row) => ({ labels: { status: row.status, channel: row.channel }, value: row.n }));
     },
   });
-  registerWorkerQueueDepth(registry, db);
+  registerWorkerJobMetrics(registry, db);
   return {
     deliverySeconds: new Histogram({
       name: "notifier_delivery_seconds",

@@ -11,23 +11,42 @@ import type { NotificationDraft } from "./handlers.js";
 export interface EmailPreference {
   email: string | null;
   emailKinds: NotificationKind[] | null;
+  /** Kinds pushed to phones; null means every kind. */
+  pushKinds?: NotificationKind[] | null;
+  /** Whether the recipient has a push subscription now: a push notification is written only then. */
+  hasPush?: boolean;
 }
 
+/**
+ * The preferences of these recipients, and whether each has a push
+ * subscription (migration 000020): a recipient with a subscription and no
+ * preference row gets an entry too, with email unset.
+ */
 export async function emailPreferences(client: Queryable, actorIds: string[]): Promise<Map<string, EmailPreference>> {
   // Most events (a new report, a photo) notify nobody: no round trip for them.
   if (actorIds.length === 0) return new Map();
   const { rows } = await client.query<EmailPreference & { actorId: string }>(
-    `select actor_id as "actorId", email, email_kinds as "emailKinds"
-     from notification_preference where actor_id = any($1::text[])`,
+    `select a.id as "actorId", p.email, p.email_kinds as "emailKinds", p.push_kinds as "pushKinds",
+       exists (select 1 from push_subscription s where s.actor_id = a.id) as "hasPush"
+     from unnest($1::text[]) as a(id)
+     left join notification_preference p on p.actor_id = a.id
+     where p.actor_id is not null or exists (select 1 from push_subscription s where s.actor_id = a.id)`,
     [actorIds],
   );
   return new Map(rows.map(({ actorId, ...preference }) => [actorId, preference]));
 }
 
-/** in_app always; email as well when the recipient set an address and wants this kind by email. */
+/**
+ * in_app always; email as well when the recipient set an address and wants
+ * this kind by email; push as well when they have a push subscription now
+ * and want this kind pushed (pushKinds null: every kind). A recipient with no
+ * subscription gets no push row at all, rather than one that dead-letters.
+ */
 export function channelsFor(kind: NotificationKind, preference: EmailPreference | undefined): Channel[] {
   const email = preference?.email && (preference.emailKinds === null || preference.emailKinds.includes(kind));
-  return email ? ["in_app", "email"] : ["in_app"];
+  const push = preference?.hasPush && (preference.pushKinds == null || preference.pushKinds.includes(kind));
+  const channels: Channel[] = email ? ["in_app", "email"] : ["in_app"];
+  return push ? [...channels, "push"] : channels;
 }
 
 export interface NewNotification extends NotificationDraft {

@@ -1,5 +1,5 @@
 import type { Queryable } from "../lib/db.js";
-import { Counter, Histogram, registerSourcedGauge, registerWorkerQueueDepth, type Registry } from "../lib/metrics.js";
+import { Counter, Histogram, registerSourcedGauge, registerWorkerJobMetrics, type Registry } from "../lib/metrics.js";
 
 export interface RelayMetrics {
   publishSeconds: Histogram;
@@ -46,7 +46,7 @@ export function createRelayMetrics(registry: Registry, db: Queryable): RelayMetr
     source: "postgres",
     read: async () => [{ value: (await outboxState()).age ?? 0 }],
   });
-  registerWorkerQueueDepth(registry, db);
+  registerWorkerJobMetrics(registry, db);
   return {
     publishSeconds: new Histogram({
       name: "relay_publish_seconds",

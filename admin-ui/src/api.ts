@@ -199,3 +199,45 @@ export interface SuspensionState {
   restoredAt?: string;
   restoreReason?: string;
 }
+
+/** graphile-worker job states (lib/job-state.ts JOB_STATES). */
+export const JOB_STATES = ["queued", "scheduled", "running", "failed"] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+/** GET /v1/admin/jobs/summary (api/admin/jobs/schemas.ts). */
+export interface JobsSummary {
+  tasks: Array<{ task: string; queued: number; scheduled: number; running: number; failed: number; oldestQueuedSeconds: number }>;
+  cron: Array<{ identifier: string; knownSince: string; lastRun: string | null }>;
+}
+
+/** An item of GET /v1/admin/jobs, and the answer of its retry and fail. */
+export interface WorkerJob {
+  id: number;
+  task: string;
+  state: JobState;
+  attempts: number;
+  maxAttempts: number;
+  runAt: string;
+  lockedAt: string | null;
+  lockedBy: string | null;
+  lastError: string | null;
+  createdAt: string;
+  payload: unknown;
+}
+
+export type JobAction = "retry" | "fail";
+
+/** The states each job action takes a job from (the API refuses the others with 409). */
+export const JOB_ACTION_FROM: Record<JobAction, readonly JobState[]> = { retry: ["failed", "scheduled"], fail: ["queued", "scheduled"] };
+
+/** An API caller: call() with the credential bound, or ui.tsx useApi().request (which also signs out on 401). */
+export type Requester = <T>(method: "GET" | "POST", path: string, body?: unknown) => Promise<T>;
+
+/** The jobs screen's typed calls. */
+export const jobsApi = {
+  summary: (request: Requester) => request<JobsSummary>("GET", "/v1/admin/jobs/summary"),
+  list: (request: Requester, filter: { task?: string; state?: JobState | ""; cursor?: string | null }) =>
+    request<Page<WorkerJob>>("GET", `/v1/admin/jobs${query({ task: filter.task, state: filter.state, cursor: filter.cursor })}`),
+  get: (request: Requester, id: number) => request<WorkerJob>("GET", `/v1/admin/jobs/${id}`),
+  act: (request: Requester, id: number, action: JobAction, reason: string) => request<WorkerJob>("POST", `/v1/admin/jobs/${id}/${action}`, { reason }),
+};

@@ -3,9 +3,11 @@ import { actorIdOf, call, type Credential, type Problem } from "./api";
 import { Accounts } from "./screens/accounts";
 import { Alerts } from "./screens/alerts";
 import { Audit } from "./screens/audit";
+import { Jobs } from "./screens/jobs";
 import { Moderation } from "./screens/moderation";
 import { Notifications } from "./screens/notifications";
 import { Outbox } from "./screens/outbox";
+import { Partners } from "./screens/partners";
 import { SignIn } from "./sign-in";
 import { SessionContext, toProblem, type Session } from "./ui";
 
@@ -13,9 +15,11 @@ const SCREENS = {
   moderation: { label: "Moderation", view: Moderation },
   alerts: { label: "Alerts", view: Alerts },
   outbox: { label: "Outbox", view: Outbox },
+  jobs: { label: "Jobs", view: Jobs },
   notifications: { label: "Notifications", view: Notifications },
   audit: { label: "Audit log", view: Audit },
   accounts: { label: "Accounts", view: Accounts },
+  partners: { label: "Partners", view: Partners },
 } as const;
 type ScreenName = keyof typeof SCREENS;
 

@@ -75,7 +75,7 @@ export const animalRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
       });
       const row = (await getLostReport(pool, created.id))!;
       const photos = photoViews(await readyPhotos(pool, { lostReportId: row.id }, { includeModerated: true }), config.API_PUBLIC_BASE_URL);
-      return reply.code(201).header("location", `/v1/safety/lost-reports/${row.id}`).send(lostReportPrivate(row, false, photos));
+      return reply.code(201).header("location", `/v1/safety/lost-reports/${row.id}`).send(lostReportPrivate(row, false, photos, config.PUBLIC_BASE_URL));
     },
   );
 

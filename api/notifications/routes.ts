@@ -151,17 +151,19 @@ export const notificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { 
           `At most ${CONFIRMATIONS_PER_HOUR} confirmation emails an hour per actor: a PUT that would send another is refused with 429 ` +
           "and Retry-After, and changes nothing. With EMAIL_VERIFICATION=off (the default in development) an address is confirmed " +
           "as soon as it is set, and no confirmation email is sent. " +
-          "The earlier {channel} stays accepted: in_app means emailKinds [], email means every kind. Applies to notifications created from now on.",
+          "The earlier {channel} stays accepted: in_app means emailKinds [], email means every kind. Applies to notifications created from now on. " +
+          "pushKinds: the kinds also pushed to your push subscriptions (null: every kind; left out: unchanged).",
         body: PutNotificationPreferencesBody,
         response: { 200: NotificationPreferences, ...problemResponses(400, 401, 429) },
       },
     },
     async (request) => {
       const actor = requireActor(request);
-      const { channel, email, emailKinds } = request.body;
-      const kinds = emailKinds ?? (channel === "in_app" ? [] : null);
+      const { channel, email, emailKinds, pushKinds } = request.body;
+      const onlyPush = emailKinds === undefined && channel === undefined && email === undefined;
+      const kinds = onlyPush ? undefined : (emailKinds ?? (channel === "in_app" ? [] : null));
       return withTransaction(pool, async (client) => {
-        await putPreferences(client, actor.id, kinds, await addressToUse(client, actor.id, email, request.log));
+        await putPreferences(client, actor.id, kinds, await addressToUse(client, actor.id, email, request.log), pushKinds);
         return getPreferences(client, actor.id);
       });
     },

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CHANNELS, EMAIL_CONFIRMATION_KIND, NOTIFICATION_KINDS, NOTIFICATION_STATUSES } from "../../lib/notifications.js";
+import { FoundReportPartner } from "../schemas.js";
 
 export const Channel = z.enum(CHANNELS);
 export const NotificationStatus = z.enum(NOTIFICATION_STATUSES);
@@ -19,7 +20,9 @@ export const MyNotification = z
     kind: NotificationKind,
     subject: z.string(),
     body: z.string(),
-    data: z.record(z.string(), z.string()).describe("The ids to follow: lostReportId, foundReportId, matchId, animalId, …"),
+    data: z
+      .record(z.string(), z.union([z.string(), FoundReportPartner]))
+      .describe("The ids to follow: lostReportId, foundReportId, matchId, animalId, …; a match with a shelter's animal adds `partner`."),
     eventType: z.string(),
     createdAt: z.string(),
     sentAt: z.string().nullable(),
@@ -38,6 +41,10 @@ export const NotificationPreferences = z
           "is followed. confirmed: the address gets notification email (with EMAIL_VERIFICATION=off, as soon as it is set).",
       ),
     emailKinds: z.array(EmailKind).nullable().describe("Kinds also sent by email; null means every kind."),
+    pushKinds: z
+      .array(EmailKind)
+      .nullable()
+      .describe("Kinds also pushed to your phones and browsers (POST /v1/me/push-subscriptions); null means every kind."),
     channel: Channel.describe(
       "The earlier single-channel view: email when some kinds go by email to a confirmed address, else in_app.",
     ),
@@ -50,10 +57,19 @@ export const PutNotificationPreferencesBody = z
   .object({
     email: z.email().max(254).nullable().optional(),
     emailKinds: z.array(EmailKind).max(NOTIFICATION_KINDS.length).optional(),
-    channel: Channel.optional().describe("Still accepted: in_app means emailKinds [], email means every kind. emailKinds wins when both are sent."),
+    pushKinds: z
+      .array(EmailKind)
+      .max(NOTIFICATION_KINDS.length)
+      .nullable()
+      .optional()
+      .describe("Kinds also pushed to your push subscriptions: null means every kind, left out keeps the stored choice."),
+    // The earlier single channel: push never was one (pushKinds chooses it).
+    channel: Channel.exclude(["push"])
+      .optional()
+      .describe("Still accepted: in_app means emailKinds [], email means every kind. emailKinds wins when both are sent."),
   })
   .strict()
-  .refine((body) => Object.keys(body).length > 0, { message: "send at least one of email, emailKinds, channel" })
+  .refine((body) => Object.keys(body).length > 0, { message: "send at least one of email, emailKinds, pushKinds, channel" })
   .meta({ id: "PutNotificationPreferences" });
 export type PutNotificationPreferencesBody = z.output<typeof PutNotificationPreferencesBody>;
 

@@ -58,9 +58,10 @@ export async function getPreferences(client: Queryable, actorId: string): Promis
     email: string | null;
     pendingEmail: string | null;
     emailKinds: EmailKind[] | null;
+    pushKinds: EmailKind[] | null;
     updatedAt: Date;
   }>(
-    `select p.email, c.email as "pendingEmail", p.email_kinds as "emailKinds", p.updated_at as "updatedAt"
+    `select p.email, c.email as "pendingEmail", p.email_kinds as "emailKinds", p.push_kinds as "pushKinds", p.updated_at as "updatedAt"
      from notification_preference p
      left join email_confirmation c on c.actor_id = p.actor_id
      where p.actor_id = $1::text`,
@@ -68,13 +69,14 @@ export async function getPreferences(client: Queryable, actorId: string): Promis
   );
   const row = rows[0];
   // Never chosen: in_app only (no address), every kind by email once an address is set.
-  if (!row) return { email: null, emailStatus: "none", emailKinds: null, channel: "in_app", updatedAt: null };
+  if (!row) return { email: null, emailStatus: "none", emailKinds: null, pushKinds: null, channel: "in_app", updatedAt: null };
   const emailStatus: EmailStatus = row.pendingEmail !== null ? "pending" : row.email !== null ? "confirmed" : "none";
   const emails = emailStatus === "confirmed" && (row.emailKinds === null || row.emailKinds.length > 0);
   return {
     email: row.pendingEmail ?? row.email,
     emailStatus,
     emailKinds: row.emailKinds,
+    pushKinds: row.pushKinds,
     channel: emails ? "email" : "in_app",
     updatedAt: row.updatedAt.toISOString(),
   };
@@ -83,22 +85,25 @@ export async function getPreferences(client: Queryable, actorId: string): Promis
 /**
  * Upserts the preference. `email` is the address in use (the one the
  * notifier sends to): undefined keeps the stored one, null clears it.
- * `emailKinds` null means every kind.
+ * `emailKinds` null means every kind; undefined (a PUT of pushKinds alone) keeps the stored choice.
  */
 export async function putPreferences(
   client: Queryable,
   actorId: string,
-  emailKinds: EmailKind[] | null,
+  emailKinds: EmailKind[] | null | undefined,
   email: string | null | undefined,
+  pushKinds?: EmailKind[] | null,
 ): Promise<void> {
+  // pushKinds left out keeps the stored choice; a new row gets null (every kind).
   await client.query(
-    `insert into notification_preference (actor_id, email_kinds, email)
-     values ($1::text, $2::text[], $3::text)
+    `insert into notification_preference (actor_id, email_kinds, email, push_kinds)
+     values ($1::text, $2::text[], $3::text, $5::text[])
      on conflict (actor_id) do update
-     set email_kinds = excluded.email_kinds,
+     set email_kinds = case when $7::boolean then excluded.email_kinds else notification_preference.email_kinds end,
        email = case when $4::boolean then excluded.email else notification_preference.email end,
+       push_kinds = case when $6::boolean then excluded.push_kinds else notification_preference.push_kinds end,
        updated_at = now()`,
-    [actorId, emailKinds, email ?? null, email !== undefined],
+    [actorId, emailKinds ?? null, email ?? null, email !== undefined, pushKinds ?? null, pushKinds !== undefined, emailKinds !== undefined],
   );
 }
 

@@ -4,6 +4,7 @@ import type { AppDeps } from "../deps.js";
 import { decodeTimeIdCursor, page, PageQuery, toPage } from "../pagination.js";
 import { requireActor } from "../plugins/auth.js";
 import { problemResponses } from "../plugins/openapi.js";
+import { shareLinks } from "../safety/reports/links.js";
 import { foundReportPublic, lostReportPublic } from "../safety/reports/views.js";
 import { MyAnimal, MyFoundReport, MyLostReport } from "./schemas.js";
 import { listMyFoundReports, listMyLostReports } from "./store.js";
@@ -14,7 +15,7 @@ const iso = (value: string | Date) => new Date(value).toISOString();
 /** Listings carry no photos: the report's own view lists them. */
 const withoutPhotos = <T extends { photos?: unknown }>({ photos: _photos, ...rest }: T) => rest;
 
-export const ownerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool }) => {
+export const ownerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, config }) => {
   app.get(
     "/v1/me/lost-reports",
     {
@@ -35,7 +36,8 @@ export const ownerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool })
       const { limit, cursor } = request.query;
       const rows = await listMyLostReports(pool, actor.id, decodeTimeIdCursor(cursor), limit + 1);
       return toPage(rows, limit, (row) => ({
-        ...withoutPhotos(lostReportPublic(row, [])),
+        ...withoutPhotos(lostReportPublic(row, [], config.PUBLIC_BASE_URL)),
+        flyerUrl: shareLinks(config.PUBLIC_BASE_URL, "lost", row).flyerUrl,
         updatedAt: row.updatedAt.toISOString(),
         animalId: row.animalId,
         moderationState: row.moderationState,
@@ -62,7 +64,8 @@ export const ownerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool })
       const { limit, cursor } = request.query;
       const rows = await listMyFoundReports(pool, actor.id, decodeTimeIdCursor(cursor), limit + 1);
       return toPage(rows, limit, (row) => ({
-        ...withoutPhotos(foundReportPublic(row, [])),
+        ...withoutPhotos(foundReportPublic(row, [], config.PUBLIC_BASE_URL)),
+        flyerUrl: shareLinks(config.PUBLIC_BASE_URL, "found", row).flyerUrl,
         updatedAt: row.updatedAt.toISOString(),
         moderationState: row.moderationState,
       }));

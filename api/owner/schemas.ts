@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { Species } from "../schemas.js";
-import { FoundReportPublic, LostReportPublic } from "../safety/reports/schemas.js";
+import { flyerUrl, FoundReportPublic, LostReportPublic } from "../safety/reports/schemas.js";
 import { ModerationState } from "../safety/schemas.js";
 
 /**
@@ -10,6 +10,7 @@ import { ModerationState } from "../safety/schemas.js";
  */
 const ownerFields = {
   updatedAt: z.string(),
+  ...flyerUrl(),
   moderationState: ModerationState.nullable().describe("quarantined or removed content is hidden from public reads; its owner still sees it here"),
 };
 

@@ -7,8 +7,12 @@ import { isSuspended } from "../accounts/store.js";
 
 export const PLATFORM_ADMIN = "platform_admin";
 
-/** Who a route lets in: anyone, any authenticated actor, or platform_admin. */
-export type RouteAuth = "public" | "actor" | "admin";
+/**
+ * Who a route lets in: anyone, any authenticated actor, or platform_admin;
+ * `partner`: the partner API (/partners), whose integration key and bearer
+ * tokens are its own (api/partners/access.ts), so this hook leaves it alone.
+ */
+export type RouteAuth = "public" | "actor" | "admin" | "partner";
 
 export interface Actor {
   id: string;
@@ -140,6 +144,7 @@ export function registerAuth(app: FastifyInstance, authenticator: Authenticator,
     }
   });
   app.addHook("onRequest", async (request) => {
+    if (request.routeOptions.config.auth === "partner") return;
     const actor = await authenticator.authenticate(request);
     request.actor = actor;
     const suspensionInStatement = request.routeOptions.config.suspension === "in-statement";

@@ -22,6 +22,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       components: {
         securitySchemes: {
           bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
+          // The partner API (/partners, tag partners): an integration key, then a token from its own login.
+          partnerKey: { type: "apiKey", in: "header", name: "x-api-key", description: "A partner integration key (PARTNER_API_KEYS)." },
+          partnerToken: { type: "http", scheme: "bearer", description: "An accessToken from POST /partners/v2/auth/login; one hour." },
           debugActor: {
             type: "apiKey",
             in: "header",

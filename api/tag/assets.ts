@@ -37,18 +37,31 @@ button:disabled{cursor:wait}
 .errors ul{margin:.25rem 0;padding-left:1.25rem}
 .error{display:block;color:var(--alert);font-weight:700}
 [aria-invalid=true]{border-color:var(--alert);border-width:3px}
+.found{background:var(--accent);color:#fff;padding:1rem;border-radius:.5rem;margin:0 0 1rem}
+.found h2,.lost h2{margin:0 0 .25rem;font-size:1.875rem}
+.resolved{border:3px solid var(--ink);padding:1rem;border-radius:.5rem;margin:0 0 1rem;font-weight:700}
+.photos{display:grid;gap:.5rem;margin:0 0 1rem}
+.photos img{display:block;width:100%;height:auto;border-radius:.5rem;border:2px solid var(--ink)}
+.partner{border:3px solid var(--accent);padding:.5rem 1rem;border-radius:.5rem;margin:1rem 0}
+.links a{color:var(--accent);font-weight:700}
+.description{white-space:pre-line;overflow-wrap:anywhere}
+.lost h1,.found h1{margin:0 0 .25rem}
 footer{max-width:40rem;margin:2rem auto 1rem;padding:0 1rem;color:var(--muted);font-size:1rem}
 [hidden]{display:none!important}
 `;
 
-// The only script: the optional "share my location" step. Without it (or
-// without JavaScript) the form works the same, minus the location. The
-// browser's position is sent as given; the server keeps only its ~1 km cell.
+// The only script: the optional "share my location" step, for each form
+// that has one (a share page has two). Without it (or without JavaScript) the
+// form works the same, minus the location. The browser's position is sent as
+// given; the server keeps only its ~1 km cell.
 const js = `"use strict";
 (function () {
-  var button = document.getElementById("share-location");
-  var status = document.getElementById("location-status");
-  if (!button || !status || !button.form || !("geolocation" in navigator)) return;
+  if (!("geolocation" in navigator)) return;
+  var buttons = document.querySelectorAll("button[data-locating]");
+  for (var i = 0; i < buttons.length; i++) wire(buttons[i]);
+  function wire(button) {
+  var status = document.getElementById(button.getAttribute("data-status") || "location-status");
+  if (!status || !button.form) return;
   var form = button.form;
   button.hidden = false;
   button.addEventListener("click", function () {
@@ -66,6 +79,48 @@ const js = `"use strict";
       },
       { enableHighAccuracy: false, timeout: 15000, maximumAge: 300000 }
     );
+  });
+  }
+})();
+(function () {
+  // "Get alerts on this phone" (Web Push): shown only where the browser can push. The subscription is posted for the
+  // actor signed in on this browser: the app keeps its bearer token under this key. Without one, the visitor is asked
+  // to sign in; nothing is subscribed anonymously (docs/decisions/0075).
+  var button = document.getElementById("push-subscribe");
+  var status = document.getElementById("push-status");
+  if (!button || !status || !("serviceWorker" in navigator) || !("PushManager" in window)) return;
+  navigator.serviceWorker.register("/sw.js", { scope: "/" }).then(function () { button.hidden = false; }, function () {});
+  function keyBytes(text) {
+    var raw = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4));
+    var bytes = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    return bytes;
+  }
+  button.addEventListener("click", function () {
+    var token = null;
+    try { token = window.localStorage.getItem("animal-safety.access-token"); } catch (e) {}
+    if (!token) { status.textContent = button.getAttribute("data-sign-in"); return; }
+    button.disabled = true;
+    Promise.all([navigator.serviceWorker.ready, fetch("/v1/push/public-key").then(function (r) { return r.json(); })])
+      .then(function (got) {
+        return got[0].pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(got[1].publicKey) });
+      })
+      .then(function (subscription) {
+        return fetch("/v1/me/push-subscriptions", {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: "Bearer " + token },
+          body: JSON.stringify(subscription)
+        });
+      })
+      .then(function (response) {
+        if (!response.ok) throw new Error(String(response.status));
+        status.textContent = button.getAttribute("data-subscribed");
+        button.hidden = true;
+      })
+      .catch(function () {
+        button.disabled = false;
+        status.textContent = button.getAttribute("data-failed");
+      });
   });
 })();
 `;

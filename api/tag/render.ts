@@ -1,4 +1,5 @@
 import type { Species } from "../../lib/animals.js";
+import { escapeHtml, pageDocument } from "../pages/html.js";
 import { TAG_CSS, TAG_JS } from "./assets.js";
 import { format, type Messages } from "./i18n/index.js";
 
@@ -8,11 +9,10 @@ import { format, type Messages } from "./i18n/index.js";
  * script (the one script only adds the optional location step).
  */
 
-const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-export const escapeHtml = (value: string): string => value.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+export { escapeHtml };
 
 /** A catalogue message with its placeholders filled, escaped for HTML. */
-const t = (template: string, values: Record<string, string | number> = {}) => escapeHtml(format(template, values));
+export const t = (template: string, values: Record<string, string | number> = {}) => escapeHtml(format(template, values));
 
 export interface TagView {
   /** Null when the owner chose not to show the name. */
@@ -44,30 +44,21 @@ export function photoSlot(urls: readonly string[], alt: string): string {
   return url ? `<figure class="photo"><img src="${escapeHtml(url)}" alt="${escapeHtml(alt)}" decoding="async"></figure>` : "";
 }
 
+/** The tag page's shell (api/pages/html.ts): never indexed, a token is in its URL. */
 function layout(m: Messages, title: string, main: string, withScript: boolean): string {
-  return `<!doctype html>
-<html lang="${escapeHtml(m.lang)}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex, nofollow">
-<meta name="referrer" content="strict-origin">
-<title>${title} · ${t(m.service)}</title>
-<link rel="icon" href="data:,">
-<link rel="stylesheet" href="/t/assets/${TAG_CSS.name}">
-${withScript ? `<script src="/t/assets/${TAG_JS.name}" defer></script>\n` : ""}</head>
-<body>
-<header>${t(m.service)}</header>
-<main>
-${main}
-</main>
-<footer><p>${t(m.footer)}</p></footer>
-</body>
-</html>
-`;
+  return pageDocument({
+    lang: m.lang,
+    title,
+    service: t(m.service),
+    footer: t(m.footer),
+    stylesheet: `/t/assets/${TAG_CSS.name}`,
+    ...(withScript ? { script: `/t/assets/${TAG_JS.name}` } : {}),
+    indexable: false,
+    main,
+  });
 }
 
-const dateOf = (m: Messages, date: Date) => new Intl.DateTimeFormat(m.lang, { dateStyle: "long", timeZone: "UTC" }).format(date);
+export const dateOf = (m: Messages, date: Date) => new Intl.DateTimeFormat(m.lang, { dateStyle: "long", timeZone: "UTC" }).format(date);
 
 function profile(m: Messages, view: TagView): string {
   const rows: [string, string | null][] = [
@@ -83,7 +74,8 @@ function profile(m: Messages, view: TagView): string {
     .join("")}</dl>`;
 }
 
-function field(id: FormField, label: string, hint: string, error: string | undefined, control: (attrs: string) => string): string {
+/** A labelled control with its hint and error, wired for screen readers (the share pages' forms use it too). */
+export function field(id: string, label: string, hint: string, error: string | undefined, control: (attrs: string) => string): string {
   const describedBy = [`${id}-hint`, error ? `${id}-error` : null].filter(Boolean).join(" ");
   const attrs = `id="${id}" name="${id}" required aria-describedby="${describedBy}"${error ? ' aria-invalid="true"' : ""}`;
   return `<label for="${id}">${t(label)}</label>
@@ -111,6 +103,20 @@ ${field("fromContact", m.form.contact, m.form.contactHint, errors.fromContact, (
 </form>`;
 }
 
+/**
+ * "Get alerts on this phone": hidden in the HTML, so a page without
+ * JavaScript (or a browser without PushManager) never shows it; the page's
+ * script (assets.ts) reveals it once the service worker (/sw.js) registers,
+ * and on a click subscribes with the API's VAPID key and posts the
+ * subscription for the actor signed in on this browser (docs/decisions/0075).
+ */
+export function pushOffer(m: Messages): string {
+  return `<section class="push-offer">
+<button type="button" id="push-subscribe" hidden data-subscribed="${t(m.push.subscribed)}" data-sign-in="${t(m.push.signIn)}" data-failed="${t(m.push.failed)}">${t(m.push.subscribe)}</button>
+<p id="push-status" role="status" aria-live="polite"></p>
+</section>`;
+}
+
 /** The tag page: lost banner, photo, profile and the message form (again with its errors after a bad post). */
 export function tagPage(m: Messages, token: string, view: TagView, form: FormState): string {
   const title = view.shownName ? t(m.titleNamed, { name: view.shownName }) : t(m.titleUnnamed);
@@ -123,7 +129,8 @@ export function tagPage(m: Messages, token: string, view: TagView, form: FormSta
     : `<p>${t(m.notLost)}</p>\n`;
   const main = `<h1>${heading}</h1>
 ${banner}${photoSlot(view.photoUrls, alt)}${profile(m, view)}
-${messageForm(m, token, form)}`;
+${messageForm(m, token, form)}
+${pushOffer(m)}`;
   return layout(m, Object.keys(form.errors).length > 0 ? `${t(m.errors.summary)} ${title}` : title, main, true);
 }
 

@@ -11,6 +11,7 @@ import { TAG_ASSETS } from "./assets.js";
 import { parseFormBody, readMessageForm } from "./form.js";
 import { catalogues, negotiateLanguage, type Messages } from "./i18n/index.js";
 import { prefersHtml } from "../negotiate.js";
+import { pageHeaders as sharedPageHeaders } from "../pages/html.js";
 import { animalThumbs, type TagPhotoSource } from "./photos.js";
 import { emptyForm, notice, tagPage, type FormState, type TagView } from "./render.js";
 import { recordScan, shareLocation } from "./scans.js";
@@ -21,28 +22,7 @@ export interface TagRoutesOptions extends AppDeps {
   photos?: TagPhotoSource;
 }
 
-// As the console's, but the page may post its own form.
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "img-src 'self' data:",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
-
-function pageHeaders(reply: FastifyReply): FastifyReply {
-  return reply
-    .type("text/html; charset=utf-8")
-    .header("content-security-policy", CONTENT_SECURITY_POLICY)
-    .header("x-content-type-options", "nosniff")
-    // Not no-referrer: with it a browser sends `Origin: null` even on the page's own form post (Fetch), which
-    // the same-origin check cannot tell from another site's. strict-origin sends the origin alone, never the token.
-    .header("referrer-policy", "strict-origin")
-    .header("x-robots-tag", "noindex, nofollow")
-    .header("cache-control", "no-store")
-    .header("vary", "Accept-Language");
-}
+const pageHeaders = (reply: FastifyReply): FastifyReply => sharedPageHeaders(reply, { indexable: false });
 
 const messagesFor = (request: FastifyRequest): Messages => catalogues[negotiateLanguage(request.headers["accept-language"])];
 

@@ -72,8 +72,11 @@ export function writeChip(rng: Rng, chip: string, mayMistype: boolean): string {
   return rng.weighted([[c, 60], [c.match(/.{3}/g)!.join(" "), 25], [c.match(/.{3}/g)!.join("-"), 10], [`${c.slice(0, 3)} ${c.slice(3)}`, 5]]);
 }
 
-export function makeAnimal(rng: Rng, species: Species, template: [number, number], chipShare: number): Animal {
-  const breed = rng.weighted(BREED_SPECS.filter((b) => b.species === species).map((b) => [b, b.popularity] as const));
+/** `share` weighs the breeds instead of their popularity (the dense city population uses shelter-intake shares). */
+export function makeAnimal(
+  rng: Rng, species: Species, template: [number, number], chipShare: number, share: (b: BreedSpec) => number = (b) => b.popularity,
+): Animal {
+  const breed = rng.weighted(BREED_SPECS.filter((b) => b.species === species).map((b) => [b, share(b)] as const));
   const traits: Trait[] = [];
   const pool = TRAITS.filter((t) => t.species.includes(species));
   for (let n = Math.min(3, rng.poisson(1.2)); n > 0; n--) {

@@ -1,19 +1,44 @@
 import type { NotifierConfig } from "../../lib/config.js";
+import type { Pool } from "../../lib/db.js";
+import { developmentVapidKeys } from "../../lib/push.js";
 import { createEmailDeliverer } from "./email.js";
 import { inAppDeliverer } from "./in-app.js";
+import { createPushDeliverer } from "./push.js";
 import type { Deliverers } from "./types.js";
 
-/** In-app always; email only when SMTP_URL is set (otherwise email dead-letters, as the spec says). */
+type PushSettings = "VAPID_PUBLIC_KEY" | "VAPID_PRIVATE_KEY" | "VAPID_SUBJECT" | "PUSH_ENDPOINT_ALLOW";
+
+/** The VAPID subject of a development stack, whose keys come from .data/ (lib/push.ts). */
+const DEVELOPMENT_VAPID_SUBJECT = "mailto:push@animal-safety.invalid";
+
+/**
+ * In-app always; email only when SMTP_URL is set (otherwise email dead-letters, as the spec says); push when
+ * the notifier's pool is given (it reads and deletes subscriptions), with the VAPID keys of the settings or,
+ * when they are unset (development only: lib/config.ts requires them elsewhere), the pair kept in .data/.
+ */
 export function buildDeliverers(
-  config: Pick<NotifierConfig, "SMTP_URL" | "SMTP_FROM"> & Partial<Pick<NotifierConfig, "API_PUBLIC_BASE_URL" | "ALERT_UNSUBSCRIBE_SECRET">>,
+  config: Pick<NotifierConfig, "SMTP_URL" | "SMTP_FROM"> &
+    Partial<Pick<NotifierConfig, "API_PUBLIC_BASE_URL" | "ALERT_UNSUBSCRIBE_SECRET" | PushSettings>>,
+  pool?: Pool,
 ): Deliverers {
   // Alert emails get one-click unsubscribe headers when the notifier can sign the link (always, from main.ts).
   const unsubscribe =
     config.API_PUBLIC_BASE_URL && config.ALERT_UNSUBSCRIBE_SECRET
       ? { publicBaseUrl: config.API_PUBLIC_BASE_URL, secret: config.ALERT_UNSUBSCRIBE_SECRET }
       : undefined;
+  const { VAPID_PUBLIC_KEY: publicKey, VAPID_PRIVATE_KEY: privateKey } = config;
+  const push = pool
+    ? createPushDeliverer({
+        pool,
+        vapid: publicKey && privateKey ? { publicKey, privateKey } : () => developmentVapidKeys(),
+        subject: config.VAPID_SUBJECT ?? DEVELOPMENT_VAPID_SUBJECT,
+        publicBaseUrl: config.API_PUBLIC_BASE_URL ?? "http://localhost:8080",
+        allowHosts: config.PUSH_ENDPOINT_ALLOW ?? [],
+      })
+    : undefined;
   return {
     in_app: inAppDeliverer,
+    ...(push ? { push } : {}),
     ...(config.SMTP_URL
       ? {
           email: createEmailDeliverer({

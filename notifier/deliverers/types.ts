@@ -1,3 +1,4 @@
+import type { Queryable } from "../../lib/db.js";
 import type { Channel } from "../../lib/notifications.js";
 import type { DeliverableNotification } from "../store.js";
 
@@ -7,11 +8,22 @@ import type { DeliverableNotification } from "../store.js";
  */
 export class DeliveryError extends Error {
   override name = "DeliveryError";
+  /** The channel's own wait before the next attempt (a push service's Retry-After), in ms. */
+  readonly retryAfterMs?: number;
+  constructor(message: string, options: { retryAfterMs?: number } = {}) {
+    super(message);
+    if (options.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
+  }
 }
 
 export interface Deliverer {
   /** Resolves when the channel accepted the notification; throws DeliveryError otherwise. */
-  deliver(notification: DeliverableNotification): Promise<void>;
+  /**
+   * `client` is the delivery's own connection (notifier/delivery.ts): a deliverer that reads rows (push reads
+   * the recipient's subscriptions) uses it, never a second one from the pool, which a worker running as many
+   * deliveries as the pool has connections would wait on for ever.
+   */
+  deliver(notification: DeliverableNotification, client?: Queryable): Promise<void>;
   close?(): void;
 }
 

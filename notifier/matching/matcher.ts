@@ -3,11 +3,16 @@ import { EventType } from "../../lib/events.js";
 import type { Logger } from "../../lib/logger.js";
 import { SUGGESTION_THRESHOLD, type MatchKind } from "../../lib/matches.js";
 import { recordEventBatch } from "../../lib/outbox.js";
+import { partnerIdOf, readFoundReportPartner } from "../../lib/partners.js";
 import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "../../lib/job-payloads.js";
 import type { QueuedJob } from "../queued-job.js";
 import type { ReactionCheck } from "../reaction-checks.js";
-import { CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, distanceKm, isSuggested, scoreMatch } from "./score.js";
-import { findCandidates, loadSide, lostReportsWithMatchWorkSql, upsertSuggestions, withdrawSuggestions, type MatchSide, type ScoredPair } from "./store.js";
+import {
+  alertsOwner, CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, distanceKm, isSuggested, MICROCHIP_EQUAL_CONTRIBUTION, type MatchResult, scoreMatch,
+} from "./score.js";
+import {
+  findCandidates, listedSuggestions, loadSide, lostReportsWithMatchWorkSql, upsertSuggestions, withdrawSuggestions, type MatchSide, type ScoredPair,
+} from "./store.js";
 
 const matchKindOf = (side: MatchSide): MatchKind => (side.ref.kind === "sighting" ? "sighting" : "found_report");
 
@@ -19,6 +24,10 @@ async function bestScoreOf(client: Queryable, foundSide: MatchSide): Promise<num
   return Math.max(0, ...lostReports.map((lost) => scoreMatch(lost, foundSide).score));
 }
 
+/** Equal chips, or one keystroke apart, when the microchip is among a pair's reasons. */
+const chipOf = (result: MatchResult): "equal" | "near" | undefined =>
+  !result.reasons.includes("microchip") ? undefined : result.contributions.microchip === MICROCHIP_EQUAL_CONTRIBUTION ? "equal" : "near";
+
 /**
  * Matches one report or sighting against its candidates, in one transaction:
  * scores each pair (score.ts), keeps those from the threshold up that are
@@ -26,7 +35,9 @@ async function bestScoreOf(client: Queryable, foundSide: MatchSide): Promise<num
  * this side's suggestions that fell below it, and records a match_suggested
  * event for each pair suggested for the first time. A re-run (replay, PATCH,
  * new photo) updates scores and suggests nothing twice; a side that is closed
- * or moderated suggests nothing. After a commit that suggested something it
+ * or moderated suggests nothing. Each event says whether the lost report's owner
+ * is alerted at once (alertsOwner) or hears of it in the daily "N possible
+ * matches" (notifier/handlers.ts). After a commit that suggested something it
  * calls wakeRelay (lib/bus.ts relayWaker); without it, the relay's poll
  * publishes the events.
  */
@@ -43,7 +54,7 @@ export function createMatcher({ pool, logger, wakeRelay }: { pool: Pool; logger:
       });
       // The best of the found side's candidates: here, unless this side is the lost report.
       const bestHere = side.ref.kind === "lost" ? null : Math.max(0, ...scored.map((s) => s.result.score));
-      const pairs: Array<ScoredPair & { lost: MatchSide; other: MatchSide }> = [];
+      const pairs: Array<ScoredPair & { lost: MatchSide; other: MatchSide; rawScore: number; microchip: "equal" | "near" | undefined; gapHours: number }> = [];
       for (const { lost, other, result } of scored) {
         if (result.score < SUGGESTION_THRESHOLD) continue;
         if (!isSuggested(result.score, bestHere ?? (await bestScoreOf(client, other)))) continue;
@@ -56,13 +67,23 @@ export function createMatcher({ pool, logger, wakeRelay }: { pool: Pool; logger:
           score: Math.round(result.score * 1000) / 1000,
           reasons: result.reasons,
           distanceM: Math.round(distanceKm(lost.point, other.point) * 1000),
+          rawScore: result.score,
+          microchip: chipOf(result),
+          gapHours: Math.max(0, Math.round((other.at.getTime() - lost.at.getTime()) / 360_000) / 10),
         });
       }
       await withdrawSuggestions(client, ref, pairs);
       const inserted = await upsertSuggestions(client, pairs);
-      const events = inserted.map((row) => {
+      // The owner is alerted at once only when a new suggestion stands clearly ahead of the
+      // others in that lost report's listing: one indexed read for all of this run's new ones.
+      const listed = await listedSuggestions(client, inserted.map((row) => row.lostReportId));
+      const events = [];
+      for (const row of inserted) {
         const pair = pairs.find((p) => p.lostReportId === row.lostReportId && p.targetId === row.targetId)!;
-        return {
+        // A shelter's animal: the owner is told where it is (only partners' found reports, so one read for those alone).
+        const partner = row.kind === "found_report" && partnerIdOf(pair.other.reporterId) ? await readFoundReportPartner(client, row.targetId) : null;
+        const bestOther = Math.max(0, ...listed.filter((l) => l.lostReportId === row.lostReportId && l.targetId !== row.targetId).map((l) => l.score));
+        events.push({
           matchId: row.id,
           lostReportId: row.lostReportId,
           lostReporterId: pair.lost.reporterId,
@@ -72,8 +93,12 @@ export function createMatcher({ pool, logger, wakeRelay }: { pool: Pool; logger:
           score: pair.score,
           reasons: pair.reasons,
           distanceM: pair.distanceM,
-        };
-      });
+          gapHours: pair.gapHours,
+          ownerAlert: alertsOwner(pair.rawScore, bestOther, pair.microchip === "equal"),
+          ...(pair.microchip ? { microchip: pair.microchip } : {}),
+          ...(partner ? { partner } : {}),
+        });
+      }
       await recordEventBatch(client, EventType.MatchSuggested, events);
       return { candidates: candidates.length, suggested: inserted.length };
     });

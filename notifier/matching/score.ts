@@ -301,6 +301,35 @@ export function isSuggested(score: number, bestOfFoundSide: number): boolean {
 }
 
 /**
+ * From the lost report's side, the same idea: its owner is alerted at once (a `match`
+ * notification of its own) only for a suggestion that stands clearly ahead of every other
+ * suggestion in that lost report's listing, by this many log-odds (odds a factor e ≈ 2.7 higher, the
+ * found side's margin).
+ * The rest stay in the listing, told as one daily "N possible matches". In a city dense on
+ * both sides a black mixed-breed dog has several black mixed-breed dogs found around it, and
+ * an alert for each was wrong two times out of three (`npx tsx bench/matching/city.ts`,
+ * bench/matching/README.md "A city").
+ */
+export const OWNER_ALERT_MARGIN_LOG_ODDS = 1;
+/** Below this score no suggestion alerts by itself: a lone weak candidate goes to the daily listing. */
+export const OWNER_ALERT_MIN_SCORE = 0.8;
+
+/**
+ * Whether a new suggestion alerts the lost report's owner at once, given the best score among
+ * the other suggestions of that lost report (0 when none). Equal chips always alert. Other
+ * candidates that were not suggested (below the threshold, or outranked on their found
+ * report's side: most likely someone else's animal) do not hold it back.
+ */
+export function alertsOwner(score: number, bestOtherOfLost: number, chipEqual = false): boolean {
+  if (chipEqual) return true;
+  if (score < OWNER_ALERT_MIN_SCORE) return false;
+  if (bestOtherOfLost <= 0) return true;
+  // Scores round to 4 digits; two that both round to 1 are equally strong, neither ahead.
+  const capped = (x: number) => logOdds(Math.min(x, 0.9999));
+  return capped(score) - capped(bestOtherOfLost) >= OWNER_ALERT_MARGIN_LOG_ODDS;
+}
+
+/**
  * Scores a lost report against a found report or sighting. Another species scores 0 unless
  * the microchips are equal.
  */

@@ -229,3 +229,19 @@ export async function withdrawSuggestions(client: Queryable, ref: MatchSubjectRe
   });
   return rowCount ?? 0;
 }
+
+/**
+ * The suggestions (status suggested) of these lost reports with their scores: what each
+ * owner's listing holds, this transaction's new ones included. A new suggestion alerts its
+ * owner only when it stands clearly ahead of the rest (score.ts alertsOwner).
+ */
+export async function listedSuggestions(client: Queryable, lostReportIds: string[]): Promise<Array<{ lostReportId: string; targetId: string; score: number }>> {
+  if (lostReportIds.length === 0) return [];
+  const { rows } = await client.query<{ lostReportId: string; targetId: string; score: number }>({
+    name: "match-listed-suggestions",
+    text: `select lost_report_id as "lostReportId", target_id as "targetId", score from safety_match
+     where lost_report_id = any($1::uuid[]) and status = 'suggested'`,
+    values: [[...new Set(lostReportIds)]],
+  });
+  return rows;
+}

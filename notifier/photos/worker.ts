@@ -1,5 +1,7 @@
 import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
-import { PHOTO_DELETE_TASK, PHOTO_PROCESS_TASK } from "../../lib/job-payloads.js";
+import { PARTNER_PHOTO_FETCH_TASK, PHOTO_DELETE_TASK, PHOTO_PROCESS_TASK } from "../../lib/job-payloads.js";
+import type { SafeFetchOptions } from "../../lib/safe-fetch.js";
+import { createPartnerPhotoFetcher, partnerPhotoFetchTask } from "../../jobs/partner-photo-fetch.js";
 import { photoDeleteTask } from "../../jobs/photo-delete.js";
 import { photoProcessTask } from "../../jobs/photo-process.js";
 import { createPhotoObjectDeleter } from "./delete.js";
@@ -11,13 +13,18 @@ import { createPhotoProcessor, type PhotoJobDeps } from "./process.js";
  * raster each) never hold up notification deliveries, and the decode
  * concurrency is set apart from the notifier's.
  */
-export function startPhotoWorker(deps: PhotoJobDeps, concurrency: number): Promise<SupervisedWorker> {
+export function startPhotoWorker(
+  deps: PhotoJobDeps & { partnerPhotoFetch?: SafeFetchOptions },
+  concurrency: number,
+): Promise<SupervisedWorker> {
   return startWorker({
     pool: deps.pool,
     logger: deps.logger,
     taskList: {
       [PHOTO_PROCESS_TASK]: photoProcessTask(createPhotoProcessor(deps)),
       [PHOTO_DELETE_TASK]: photoDeleteTask(createPhotoObjectDeleter(deps)),
+      // A partner's photo by URL: fetched under the SSRF guard, then photo__process as an upload.
+      [PARTNER_PHOTO_FETCH_TASK]: partnerPhotoFetchTask(createPartnerPhotoFetcher({ ...deps, fetch: deps.partnerPhotoFetch })),
     },
     concurrency,
   });

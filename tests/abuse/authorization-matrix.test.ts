@@ -50,6 +50,9 @@ const byGate: Record<RouteAuth, Record<Caller, Expected>> = {
   public: { anonymous: "ok", actor: "ok", "other actor": "ok", admin: "ok", "suspended admin": suspended },
   actor: { anonymous: unauthenticated, actor: "ok", "other actor": "ok", admin: "ok", "suspended admin": suspended },
   admin: { anonymous: unauthenticated, actor: forbidden, "other actor": forbidden, admin: "ok", "suspended admin": suspended },
+  // The partner API (/partners) takes its own integration key and tokens, which no caller here has: 401 before anything else.
+  // Its keys, tokens, suspension and ownership are tested in tests/partners/.
+  partner: { anonymous: unauthenticated, actor: unauthenticated, "other actor": unauthenticated, admin: unauthenticated, "suspended admin": unauthenticated },
 };
 
 /** Routes only a row's owner may use (the gate lets any actor in; the handler checks ownership). */
@@ -89,6 +92,8 @@ const ownerOnly: Record<string, Partial<Record<Caller, Expected>>> = {
     "other actor": { status: 404, slug: "not-found" },
     admin: { status: 404, slug: "not-found" },
   },
+  // The same for a push subscription.
+  "DELETE /v1/me/push-subscriptions/:id": { "other actor": { status: 404, slug: "not-found" }, admin: { status: 404, slug: "not-found" } },
   "POST /v1/alert-subscriptions/unsubscribe": {
     anonymous: { status: 400, slug: "validation-failed" },
     actor: { status: 400, slug: "validation-failed" },
@@ -120,8 +125,28 @@ const bodies: Record<string, Pick<InjectOptions, "payload" | "headers">> = {
     payload: new URLSearchParams({ message: "Found your dog", fromContact: "the matrix" }).toString(),
     headers: { "content-type": "application/x-www-form-urlencoded" },
   },
+  // The share pages' forms (pages, so not in the document either).
+  "POST /lost/:id/message": {
+    payload: new URLSearchParams({ message: "Found your dog", fromContact: "the matrix" }).toString(),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  },
+  "POST /found/:id/message": {
+    payload: new URLSearchParams({ message: "That is my cat", fromContact: "the matrix" }).toString(),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  },
+  "POST /lost/:id/sighting": {
+    payload: new URLSearchParams({ note: "Seen by the matrix" }).toString(),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  },
   "PATCH /v1/safety/lost-reports/:id": { payload: { description: "Corrected by the matrix" } },
   "PATCH /v1/safety/found-reports/:id": { payload: { description: "Corrected by the matrix" } },
+  // A browser's push subscription: the document's example endpoint and keys are not a real https endpoint and P-256 point.
+  "POST /v1/me/push-subscriptions": {
+    payload: {
+      endpoint: "https://push.example.com/send/matrix",
+      keys: { p256dh: "BLZYrF06hG5Jwxg-B9G9ma1qCwVeJtPrAsWUgbeMR4EjCm9jrrAYh7HuE7S37SxWLt8FAux1udaCH-Jfh2b7puE", auth: "YPIh5IXuF6Hm9XSwTiLGyg" },
+    },
+  },
 };
 
 /** A valid request for the route: seeded ids in the path, the documented example body and required query. */

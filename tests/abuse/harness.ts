@@ -64,7 +64,9 @@ export function useAbuseHarness(options: { extra?: Env | (() => Env | Promise<En
     harness.db = await createTestDatabase();
     harness.bus = await startTestBus();
     const extra = typeof options.extra === "function" ? await options.extra() : (options.extra ?? {});
-    const config = loadApiConfig(devEnv(harness.db.url, harness.bus.url, extra));
+    // A fixed VAPID key, so GET /v1/push/public-key never makes development's pair in the repository's .data/.
+    const push = { VAPID_PUBLIC_KEY: "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg" };
+    const config = loadApiConfig(devEnv(harness.db.url, harness.bus.url, { ...push, ...extra }));
     const logger = pino({ level: config.LOG_LEVEL });
     nc = await connectBus(config.NATS_URL, "abuse-test", logger);
     await ensureStream(nc, config.NATS_STREAM);
@@ -240,11 +242,19 @@ export interface World {
   notificationId: string;
   /** The owner's alert subscription. */
   alertSubscriptionId: string;
+  /** The owner's push subscription (a browser's, on an https push service). */
+  pushSubscriptionId: string;
   matchId: string;
   /** A ready photo of the lost report, public. */
   photoId: string;
   /** A second ready photo of it, for the routes that delete one. */
   sparePhotoId: string;
+  /** A graphile-worker job due tomorrow (scheduled), for the admin job routes: retried, then failed. */
+  jobId: string;
+  /** The open lost report's short code (GET /s/{code}). */
+  lostShortCode: string;
+  /** A shelter partner, for the admin partner routes (rotated, suspended, then restored). */
+  partnerId: string;
 }
 
 /** A small JPEG, a multipart/form-data body with it as the one file part `photo`. */
@@ -351,6 +361,17 @@ export async function seedWorld(h: AbuseHarness): Promise<World> {
       payload: { location: { lat: 48.861234, lon: 2.337654 }, radiusKm: 3, species: ["dog"] },
     }),
   );
+  const pushSubscription = await created(
+    await h.call({
+      method: "POST",
+      url: "/v1/me/push-subscriptions",
+      headers: owner,
+      payload: {
+        endpoint: "https://push.example.com/send/owner-phone",
+        keys: { p256dh: "BLZYrF06hG5Jwxg-B9G9ma1qCwVeJtPrAsWUgbeMR4EjCm9jrrAYh7HuE7S37SxWLt8FAux1udaCH-Jfh2b7puE", auth: "YPIh5IXuF6Hm9XSwTiLGyg" },
+      },
+    }),
+  );
   // A suggestion between the owner's lost report and found report, as the matcher leaves it.
   const { rows: match } = await h.pool.query<{ id: string }>(
     `insert into safety_match (lost_report_id, kind, target_id, score, reasons, distance_m)
@@ -377,7 +398,19 @@ export async function seedWorld(h: AbuseHarness): Promise<World> {
      returning id`,
     [OWNER, outbox[0]!.id],
   );
+  const { rows: job } = await h.pool.query<{ id: string }>(
+    `select id::text from graphile_worker.add_job('matrix__probe', '{}'::json, run_at => now() + interval '1 day')`,
+  );
+  const { rows: short } = await h.pool.query<{ code: string }>(`select short_code as code from safety_lost_report where id = $1`, [lost.id]);
+  const { rows: partner } = await h.pool.query<{ id: string }>(
+    `insert into partner (name, kind, location, login_email, password_hash, created_by)
+     values ('Matrix Shelter', 'shelter', 'SRID=4326;POINT(2.35 48.85)', 'matrix@shelter.example', 'scrypt$1$1$1$AA==$AA==', 'seed')
+     returning id`,
+  );
   return {
+    partnerId: partner[0]!.id,
+    lostShortCode: short[0]!.code,
+    jobId: job[0]!.id,
     lostReportId: lost.id!,
     spareLostReportId: spare.id!,
     foundReportId: found.id!,
@@ -391,6 +424,7 @@ export async function seedWorld(h: AbuseHarness): Promise<World> {
     outboxId: outbox[0]!.id,
     notificationId: notification[0]!.id,
     alertSubscriptionId: subscription.id!,
+    pushSubscriptionId: pushSubscription.id!,
     matchId: match[0]!.id,
     photoId: photos[0]!,
     sparePhotoId: photos[1]!,
@@ -402,6 +436,10 @@ export function pathValue(world: World, url: string, param: string): string {
   if (param === "userId") return "fuzz-target-1";
   if (param === "token") return world.token;
   if (param === "file") return TAG_CSS.name;
+  if (param === "code") return world.lostShortCode;
+  // The share pages, their cards, flyers and forms: the open lost and found reports.
+  if (url.startsWith("/lost/")) return world.lostReportId;
+  if (url.startsWith("/found/")) return world.foundReportId;
   if (param === "variant") return "thumb";
   // Serving reads the public photo; the status and delete routes act on the spare one.
   if (param === "photoId") return url.endsWith("/:variant") || url.endsWith("/{variant}") ? world.photoId : world.sparePhotoId;
@@ -412,11 +450,16 @@ export function pathValue(world: World, url: string, param: string): string {
   if (url.startsWith("/v1/safety/lost-reports/")) return world.lostReportId;
   if (url.startsWith("/v1/admin/moderation/")) return world.moderationId;
   if (url.startsWith("/v1/admin/outbox/")) return world.outboxId;
+  if (url.startsWith("/v1/admin/jobs/")) return world.jobId;
   if (url.startsWith("/v1/admin/notifications/")) return world.notificationId;
   if (url.startsWith("/v1/me/notifications/")) return world.notificationId;
   if (url.startsWith("/v1/me/alert-subscriptions/")) return world.alertSubscriptionId;
+  if (url.startsWith("/v1/me/push-subscriptions/")) return world.pushSubscriptionId;
   if (url.startsWith("/v1/admin/lost-reports/")) return world.lostReportId;
   if (url.startsWith("/v1/safety/matches/")) return world.matchId;
+  if (url.startsWith("/v1/admin/partners/")) return world.partnerId;
+  // The partner API: any id (its callers here have no integration key, so the gate answers first).
+  if (url.startsWith("/partners/")) return world.foundReportId;
   throw new Error(`no seeded value for ${param} in ${url}`);
 }
 

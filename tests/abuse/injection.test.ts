@@ -5,7 +5,9 @@ import { as } from "../helpers/app.js";
 import { slugOf, useAbuseHarness, WriteLog } from "./harness.js";
 import { exampleFor, nonNull, operationsOf, propertyPaths, withProperty, type JsonSchema, type Operation } from "./openapi.js";
 
-const h = useAbuseHarness();
+// The partner API's integration key (its calls are read back with a partner made through the admin API).
+const PARTNER_KEY = "injection-partner-integration-key";
+const h = useAbuseHarness({ extra: { PARTNER_API_KEYS: PARTNER_KEY } });
 let writes: WriteLog;
 let operations: Operation[];
 
@@ -62,6 +64,10 @@ async function animalWithProfile(owner: string): Promise<{ animalId: string; tok
   const { token } = await ok(put(`/v1/animals/${animalId}/emergency-profile`, owner, { showName: true }));
   return { animalId, token: String(token) };
 }
+const scheduledJob = async () =>
+  (await h.pool.query<{ id: string }>(`select id::text from graphile_worker.add_job('injection__probe', '{}'::json, run_at => now() + interval '1 day')`))
+    .rows[0]!.id;
+
 const auditMetadata = async (objectId: string, action: string) => {
   const page = await ok(get(`/v1/admin/audit-events?objectId=${objectId}&action=${action}`, "auditor", [PLATFORM_ADMIN]));
   return (page.items as { metadata: unknown }[])[0]?.metadata;
@@ -81,7 +87,42 @@ type Case = () => Promise<Prepared>;
 const asAdmin = (url: string, payload?: unknown) => post(url, "inj-admin", payload, [PLATFORM_ADMIN]);
 const readAsAdmin = (url: string) => ok(get(url, "inj-admin", [PLATFORM_ADMIN]));
 
+/** A new shelter partner through the admin API, logged in through the partner API: its id and its calls' headers. */
+async function partnerSession(): Promise<{ id: string; headers: Record<string, string> }> {
+  const loginEmail = `${fresh("inj-partner")}@shelter.example`;
+  const made = await ok(
+    asAdmin("/v1/admin/partners", { name: "Injection Shelter", kind: "shelter", location: { lat: 48.85, lon: 2.35 }, publicContact: {}, loginEmail, dateFormat: "MM/DD/YYYY" }),
+  );
+  const login = await ok(h.call({ method: "POST", url: "/partners/v2/auth/login", headers: { "x-api-key": PARTNER_KEY }, payload: { email: loginEmail, password: made.password } }));
+  return { id: String(made.id), headers: { "x-api-key": PARTNER_KEY, authorization: `Bearer ${String(login.accessToken)}` } };
+}
+const adminPartner = async () => String((await partnerSession()).id);
+
 const cases: Record<string, Case> = {
+  // Shelter partners: the admin resource, and the animals a partner publishes (read back from the row: the partner's own
+  // fields such as the name and size are kept for it, not shown by any route).
+  "POST /v1/admin/partners": async () => ({
+    send: (body) => asAdmin("/v1/admin/partners", { ...body, loginEmail: `${fresh("inj-partner")}@shelter.example` }),
+    read: async (res) => ((await readAsAdmin("/v1/admin/partners?limit=200")).items as { id: string }[]).find((p) => p.id === res.json().id),
+  }),
+  "POST /v1/admin/partners/{id}/suspend": async () => {
+    const id = await adminPartner();
+    return { send: (body) => asAdmin(`/v1/admin/partners/${id}/suspend`, body), read: () => auditMetadata(id, "admin.partner.suspended") };
+  },
+  "POST /v1/admin/partners/{id}/restore": async () => {
+    const id = await adminPartner();
+    await ok(asAdmin(`/v1/admin/partners/${id}/suspend`, { reasonCode: "spam", reasonDetail: "x" }));
+    return { send: (body) => asAdmin(`/v1/admin/partners/${id}/restore`, body), read: () => auditMetadata(id, "admin.partner.restored") };
+  },
+  "POST /partners/v2/animals": async () => {
+    const { headers } = await partnerSession();
+    return {
+      send: (body) => h.call({ method: "POST", url: "/partners/v2/animals", headers, payload: { ...body, intakeDate: "11/20/2025", birthDate: "" } }),
+      read: async (res) =>
+        (await h.pool.query(`select partner_external_id as "externalId", breed, description, partner_animal as animal from safety_found_report where id = $1::uuid`, [res.json().id])).rows[0],
+    };
+  },
+
   "POST /v1/safety/lost-reports": async () => {
     const owner = fresh("inj-owner");
     return {
@@ -181,6 +222,15 @@ const cases: Record<string, Case> = {
       send: (body) => asAdmin(`/v1/admin/animals/${animalId}/emergency-profile/lift-revocation`, body),
       read: () => auditMetadata(animalId, "admin.emergency_profile.revocation_lifted"),
     };
+  },
+  // A graphile-worker job due tomorrow (scheduled): both actions take it; the reason is read back from the audit event.
+  "POST /v1/admin/jobs/{id}/retry": async () => {
+    const id = await scheduledJob();
+    return { send: (body) => asAdmin(`/v1/admin/jobs/${id}/retry`, body), read: () => auditMetadata(id, "admin.job.retried") };
+  },
+  "POST /v1/admin/jobs/{id}/fail": async () => {
+    const id = await scheduledJob();
+    return { send: (body) => asAdmin(`/v1/admin/jobs/${id}/fail`, body), read: () => auditMetadata(id, "admin.job.failed") };
   },
   "POST /v1/admin/moderation/{id}/action": async () => {
     const target = await openReport(fresh("inj-owner"));

@@ -248,6 +248,43 @@ describe("no public response carries a precise location, a reporter id, contact 
     }
   });
 
+  it("keeps the share pages, their forms' answers and the short link as clean as the API's public reads", async () => {
+    for (const [viewer, headers] of viewers) {
+      for (const url of [`/lost/${world.lostReportId}`, `/found/${world.foundReportId}`, `/s/${world.lostShortCode}`]) {
+        const page = await h.call({ url, headers: { ...headers, accept: "text/html" } });
+        expect(page.statusCode, `${viewer} ${url}`).toBeLessThan(400);
+        expect(seededRules().violations(page.body), `${viewer} ${url}`).toEqual([]);
+        expect(seededRules().violations(String(page.headers.location ?? "")), viewer).toEqual([]);
+      }
+      const posts: [string, Record<string, string>][] = [
+        [`/lost/${world.lostReportId}/sighting`, { note: "Running north", lat: String(PRECISE.lat), lon: String(PRECISE.lon) }],
+        [`/lost/${world.lostReportId}/message`, { message: "Is this your dog?", fromContact: CONTACT, lat: String(PRECISE.lat), lon: String(PRECISE.lon) }],
+        [`/found/${world.foundReportId}/message`, { message: "Is this my cat?", fromContact: CONTACT }],
+      ];
+      for (const [url, fields] of posts) {
+        const res = await h.call({
+          method: "POST",
+          url,
+          headers: { ...headers, accept: "text/html", "content-type": "application/x-www-form-urlencoded" },
+          payload: new URLSearchParams(fields).toString(),
+        });
+        expect(res.statusCode, `${viewer} ${url} ${res.body.slice(0, 200)}`).toBe(200);
+        expect(seededRules().violations(res.body), `${viewer} ${url}`).toEqual([]);
+      }
+    }
+  });
+
+  it("serves the push public key and the service worker with nothing about anyone, as every kind of viewer", async () => {
+    for (const [viewer, headers] of viewers) {
+      const key = await h.call({ url: "/v1/push/public-key", headers });
+      expect(key.statusCode, viewer).toBe(200);
+      expect(Object.keys(key.json()), viewer).toEqual(["publicKey"]);
+      const worker = await h.call({ url: "/sw.js", headers });
+      expect(worker.statusCode, viewer).toBe(200);
+      expect(seededRules().violations(worker.body), viewer).toEqual([]);
+    }
+  });
+
   it("covered every public API route with a successful response", () => {
     const publicRoutes = h.routes
       .filter((r) => r.auth === "public" && !r.hidden && r.method !== "HEAD")

@@ -11,6 +11,9 @@ const base = {
   OBJECT_STORAGE_BUCKET: "b",
   OBJECT_STORAGE_ACCESS_KEY_ID: "k",
   OBJECT_STORAGE_SECRET_ACCESS_KEY: "s",
+  VAPID_PUBLIC_KEY: "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg",
+  VAPID_PRIVATE_KEY: "vOL8GdN3rkoVXeIdJK-ZzSYFACe7-mn6uU66MPNm3vo",
+  VAPID_SUBJECT: "mailto:ops@example.org",
 };
 const productionApi = {
   ...base,

@@ -5,6 +5,9 @@ const base = {
   DATABASE_URL: "postgres://x/y",
   NATS_URL: "nats://127.0.0.1:4222",
   ALERT_UNSUBSCRIBE_SECRET: "a-secret-of-at-least-thirty-two-characters",
+  VAPID_PUBLIC_KEY: "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg",
+  VAPID_PRIVATE_KEY: "vOL8GdN3rkoVXeIdJK-ZzSYFACe7-mn6uU66MPNm3vo",
+  VAPID_SUBJECT: "mailto:ops@example.org",
 };
 
 describe("configuration uses the spec's defaults", () => {
@@ -38,6 +41,7 @@ const production = {
   OBJECT_STORAGE_BUCKET: "b",
   OBJECT_STORAGE_ACCESS_KEY_ID: "k",
   OBJECT_STORAGE_SECRET_ACCESS_KEY: "s",
+  PUBLIC_BASE_URL: "https://share.example",
 };
 
 describe("configuration outside development requires every security-sensitive setting", () => {

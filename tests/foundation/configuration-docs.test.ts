@@ -52,6 +52,10 @@ const samples: Env = {
   OBJECT_STORAGE_ACCESS_KEY_ID: "k",
   OBJECT_STORAGE_SECRET_ACCESS_KEY: "s",
   ALERT_UNSUBSCRIBE_SECRET: "a-secret-of-at-least-thirty-two-characters",
+  PUBLIC_BASE_URL: "https://share.example",
+  VAPID_PUBLIC_KEY: "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg",
+  VAPID_PRIVATE_KEY: "vOL8GdN3rkoVXeIdJK-ZzSYFACe7-mn6uU66MPNm3vo",
+  VAPID_SUBJECT: "mailto:ops@example.org",
 };
 
 const loaders: Record<keyof typeof settingsByProcess, (env: Env) => unknown> = {

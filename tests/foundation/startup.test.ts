@@ -82,6 +82,8 @@ describe("configuration outside development fails hard on missing security-sensi
     OBJECT_STORAGE_BUCKET: "photos",
     OBJECT_STORAGE_ACCESS_KEY_ID: "id",
     OBJECT_STORAGE_SECRET_ACCESS_KEY: "secret",
+    PUBLIC_BASE_URL: "https://share.example",
+    VAPID_PUBLIC_KEY: "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg",
     ...extra,
   });
 

@@ -17,6 +17,9 @@ const base = {
   OBJECT_STORAGE_ACCESS_KEY_ID: "k",
   OBJECT_STORAGE_SECRET_ACCESS_KEY: "s",
   ALERT_UNSUBSCRIBE_SECRET: "a-secret-of-at-least-thirty-two-characters",
+  VAPID_PUBLIC_KEY: "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg",
+  VAPID_PRIVATE_KEY: "vOL8GdN3rkoVXeIdJK-ZzSYFACe7-mn6uU66MPNm3vo",
+  VAPID_SUBJECT: "mailto:ops@example.org",
 };
 
 describe("NATS_URL takes several servers and NATS_REPLICAS the stream's replicas", () => {

@@ -51,7 +51,7 @@ export async function scrape(port: number): Promise<{ status: number; text: stri
   return { status: res.status, text: await res.text(), ms: performance.now() - started };
 }
 
-/** A job for a task no process runs, due in an hour: it stays `waiting` in worker_queue_depth. */
+/** A job for a task no process runs, due in an hour: it stays `scheduled` in worker_jobs. */
 export const PROBE_TASK = "metrics_probe";
 
 export async function addProbeJob(db: Queryable): Promise<void> {

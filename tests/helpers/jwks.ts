@@ -111,5 +111,10 @@ export function secureEnv(idp: TestIdentityProvider): Record<string, string> {
     OBJECT_STORAGE_ACCESS_KEY_ID: "test-access-key",
     OBJECT_STORAGE_SECRET_ACCESS_KEY: "test-secret-key",
     ALERT_UNSUBSCRIBE_SECRET: "test-alert-unsubscribe-secret-32-chars-or-more",
+    PUBLIC_BASE_URL: "https://share.test.example",
+    // A fixed pair for tests only: web-push's generateVAPIDKeys made it.
+    VAPID_PUBLIC_KEY: "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg",
+    VAPID_PRIVATE_KEY: "vOL8GdN3rkoVXeIdJK-ZzSYFACe7-mn6uU66MPNm3vo",
+    VAPID_SUBJECT: "mailto:ops@test.example",
   };
 }

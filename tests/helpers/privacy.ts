@@ -25,6 +25,11 @@ const LAT_KEYS = new Set(["lat", "latitude"]);
 const LON_KEYS = new Set(["lon", "lng", "long", "longitude"]);
 const CURSOR_KEYS = new Set(["cursor", "nextcursor"]);
 const normalise = (key: string) => key.toLowerCase().replaceAll("_", "");
+/** `{name, kind: shelter|rescue|vet, phone?, email?, address?, website?}`: what a found report shows of its shelter partner. */
+const isPartnerContact = (value: unknown): boolean =>
+  typeof value === "object" && value !== null && !Array.isArray(value) &&
+  ["shelter", "rescue", "vet"].includes((value as { kind?: unknown }).kind as string) &&
+  Object.keys(value).every((k) => ["name", "kind", "phone", "email", "address", "website"].includes(k));
 
 const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+\.[A-Za-z0-9.-]+/;
 // International form: a plus sign and at least 8 digits, spaces, dots or dashes between them allowed.
@@ -141,6 +146,8 @@ export class PrivacyRules {
     if (pair.point && !coarse) found.push(`${at}: precise point ${JSON.stringify(pair.point)}`);
     if (!pair.point && pair.keys.some((k) => isFine(asCoordinate(record[k]) ?? 0))) found.push(`${at}: a lone coordinate (${pair.keys.join(", ")})`);
     for (const [key, value] of Object.entries(record)) {
+      // A shelter partner's public contact on a found report in its custody is public by design (contract part 3).
+      if (key === "partner" && isPartnerContact(value)) continue;
       if (PRIVATE_KEYS.has(normalise(key))) found.push(`${at}.${key}: private field`);
       found.push(...this.walk(value, `${at}.${key}`, coarse && pair.keys.includes(key)));
       // Opaque cursors are base64url JSON: what they hide must be public too.

@@ -107,7 +107,7 @@ describe("a found report near a lost report of the same species becomes a sugges
     const ownerNotes = await eventually(async () => ((await matchNotifications(owner)).length === 1 ? matchNotifications(owner) : undefined));
     expect(ownerNotes[0].data).toEqual({ matchId: m!.id, lostReportId: lostId, foundReportId: foundId });
     // The owner reads how strong the match is and why, in words; the number stays in the API.
-    expect(ownerNotes[0].body).toMatch(/^A found report may be your animal: a (strong|good|possible) match: same breed, colours and sex, similar marks, found [0-9.]+ km away\./);
+    expect(ownerNotes[0].body).toMatch(/^A found report may be your animal: a (strong|good|possible) match: same breed, colours and sex, similar marks, found [0-9.]+ km away the next day\./);
     expect(ownerNotes[0].body).not.toMatch(/score|%/);
     const finderNotes = await eventually(async () => ((await matchNotifications(finder)).length === 1 ? matchNotifications(finder) : undefined));
     expect(finderNotes[0].subject).toMatch(/may have an owner/);

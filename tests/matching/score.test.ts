@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { generateDataset } from "../../bench/matching/generate.js";
 import { evaluate } from "../../bench/matching/metrics.js";
 import {
-  hammingDistance, isSuggested, MATCH_REASONS, type MatchSubject, SUGGESTION_THRESHOLD, scoreMatch, withinCandidateWindow,
+  alertsOwner, hammingDistance, isSuggested, MATCH_REASONS, type MatchSubject, SUGGESTION_THRESHOLD, scoreMatch, withinCandidateWindow,
 } from "../../notifier/matching/score.js";
 
 const HOUR = 3_600_000;
@@ -87,6 +87,20 @@ describe("scoreMatch", () => {
     expect(conflict.contributions.sex).toBeLessThan(-1.5);
     expect(conflict.score).toBeLessThan(unknown.score);
     expect(isSuggested(conflict.score, unknown.score)).toBe(false);
+  });
+
+  it("alerts a lost report's owner only for a strong suggestion clearly ahead of the rest of the listing, or equal chips", () => {
+    // Alone in the listing: from 0.8 up.
+    expect(alertsOwner(0.8, 0)).toBe(true);
+    expect(alertsOwner(0.79, 0)).toBe(false);
+    // Odds 9 against odds 3: a factor 3 > e, ahead. Odds 9 against 4: not.
+    expect(alertsOwner(0.9, 0.75)).toBe(true);
+    expect(alertsOwner(0.9, 0.8)).toBe(false);
+    // Two that both round to 1 are equally strong.
+    expect(alertsOwner(1, 0.99995)).toBe(false);
+    // Equal chips alert whatever else is listed.
+    expect(alertsOwner(1, 1, true)).toBe(true);
+    expect(alertsOwner(0.6, 0.99, true)).toBe(true);
   });
 
   it("suggests a pair from the threshold up and within one log-odds of its found report's best candidate", () => {

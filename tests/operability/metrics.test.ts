@@ -12,7 +12,7 @@ import { consumerInfo, publishEnvelope, contactMessageEnvelope, setPreference, s
 
 const h = useTestApi();
 
-const probeDepth = (text: string, process: string) => sampleValue(text, "worker_queue_depth", { task: PROBE_TASK, state: "waiting", process });
+const probeDepth = (text: string, process: string) => sampleValue(text, "worker_jobs", { task: PROBE_TASK, state: "scheduled", process });
 const sourceUp = (text: string, metric: string) => sampleValue(text, "metrics_source_up", { metric });
 
 async function startRelay(): Promise<{ relay: ServiceProcess; port: number }> {
@@ -93,7 +93,7 @@ describe("the relay exposes backlog size and age, publish latency and failures, 
       await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and application_name = 'relay'`, [h.db.name]);
       const down = await scrape(port);
       expect(down.status).toBe(200);
-      for (const metric of ["outbox_backlog", "outbox_oldest_unpublished_age_seconds", "worker_queue_depth"]) {
+      for (const metric of ["outbox_backlog", "outbox_oldest_unpublished_age_seconds", "worker_jobs", "worker_job_oldest_queued_seconds"]) {
         expect(sourceUp(down.text, metric)).toBe(0);
       }
       expect(probeDepth(down.text, "relay")).toBe(probeDepth(before, "relay"));
@@ -172,7 +172,7 @@ describe("the notifier exposes consumer lag and worker queue depth, and keeps se
       expect(down.status).toBe(200);
       expect(down.ms).toBeLessThan(SCRAPE_READ_TIMEOUT_MS + 2_000);
       expect(sourceUp(down.text, "notifier_consumer_lag")).toBe(0);
-      expect(sourceUp(down.text, "worker_queue_depth")).toBe(1);
+      expect(sourceUp(down.text, "worker_jobs")).toBe(1);
       expect(probeDepth(down.text, "notifier")).toBeGreaterThanOrEqual(1);
       expect(lag(down.text, "pending")).toBe(lag(before, "pending"));
     } finally {

@@ -101,7 +101,7 @@ describe("the notifier exposes consumer lag, notifications by status and channel
     expect(sampleValue(text, "process_resident_memory_bytes")).toBeGreaterThan(0);
     for (const [process, service] of [["notifier", notifier], ["relay", relay]] as const) {
       const { text: body } = await scrape((service as ServiceProcess & { port: number }).port);
-      expect(sampleValue(body, "worker_queue_depth", { task: PROBE_TASK, state: "waiting", process })).toBe(1);
+      expect(sampleValue(body, "worker_jobs", { task: PROBE_TASK, state: "scheduled", process })).toBe(1);
     }
   });
 });

@@ -3,14 +3,22 @@ import { ConfigError, loadApiConfig, loadNotifierConfig } from "../../lib/config
 import { createObjectStorage } from "../../lib/storage/index.js";
 
 // The alert unsubscribe secret is required outside development too (tests/alerts/config.test.ts); given so only the bucket is in question.
-const base = { DATABASE_URL: "postgres://x/y", NATS_URL: "nats://127.0.0.1:4222", ALERT_UNSUBSCRIBE_SECRET: "a-secret-of-at-least-thirty-two-characters" };
+const base = {
+  DATABASE_URL: "postgres://x/y",
+  NATS_URL: "nats://127.0.0.1:4222",
+  ALERT_UNSUBSCRIBE_SECRET: "a-secret-of-at-least-thirty-two-characters",
+  // Web Push's keys are required outside development too (tests/push/config.test.ts).
+  VAPID_PUBLIC_KEY: "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg",
+  VAPID_PRIVATE_KEY: "vOL8GdN3rkoVXeIdJK-ZzSYFACe7-mn6uU66MPNm3vo",
+  VAPID_SUBJECT: "mailto:ops@example.org",
+};
 const bucket = {
   OBJECT_STORAGE_ENDPOINT: "http://s3.internal:9000",
   OBJECT_STORAGE_BUCKET: "photos",
   OBJECT_STORAGE_ACCESS_KEY_ID: "k",
   OBJECT_STORAGE_SECRET_ACCESS_KEY: "s",
 };
-const apiProduction = { ...base, API_ENV: "production", AUTH_JWKS_URL: "https://idp.example/jwks", AUTH_ISSUER: "i", AUTH_AUDIENCE: "a", API_CORS_ORIGINS: "https://app.example" };
+const apiProduction = { ...base, API_ENV: "production", AUTH_JWKS_URL: "https://idp.example/jwks", AUTH_ISSUER: "i", AUTH_AUDIENCE: "a", API_CORS_ORIGINS: "https://app.example", PUBLIC_BASE_URL: "https://share.example" };
 
 describe("photo storage settings: the API and the notifier read the same ones", () => {
   it("the notifier, which processes and deletes photos, refuses to start outside development without the bucket, naming the setting", () => {

@@ -182,7 +182,7 @@ describe("public report views show a location coarsened to about 1 km and nothin
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body.location).toEqual({ ...coarsen({ lat: 48.86, lon: 2.35 }), precisionMeters: 1000 });
-    expect(Object.keys(body).sort()).toEqual(["animal", "closedReason", "createdAt", "expiresAt", "foundAt", "id", "location", "photos", "resolvedAt", "status"]);
+    expect(Object.keys(body).sort()).toEqual(["animal", "closedReason", "createdAt", "expiresAt", "foundAt", "id", "location", "photos", "resolvedAt", "shareUrl", "shortUrl", "status"]);
     expect(Object.keys(body).filter((key) => /reporter/i.test(key))).toEqual([]);
     expect(res.body).not.toContain(actor);
     expect(res.body).not.toContain("FOUND-999");

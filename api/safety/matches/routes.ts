@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { withTransaction } from "../../../lib/db.js";
 import { EventType } from "../../../lib/events.js";
 import { recordEvent } from "../../../lib/outbox.js";
+import { partnerIdOf } from "../../../lib/partners.js";
 import { problems } from "../../../lib/problems.js";
 import type { AppDeps } from "../../deps.js";
 import { decodeCursor, page, toPage } from "../../pagination.js";
@@ -9,6 +10,7 @@ import { requireActor, type Actor } from "../../plugins/auth.js";
 import { problemResponses } from "../../plugins/openapi.js";
 import { IdParams } from "../../schemas.js";
 import { isAdmin } from "../access.js";
+import { shareUrlOf } from "../reports/links.js";
 import { getFoundReport, getLostReport } from "../reports/store.js";
 import { FinderMatch, Match, MatchCursor, MatchesQuery } from "./schemas.js";
 import * as store from "./store.js";
@@ -22,7 +24,7 @@ function mayList(report: { reporterId: string } | null, actor: Actor, what: stri
 
 const scoreKey = (row: store.MatchRow) => ({ s: row.score, id: row.id });
 
-export const matchRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool }) => {
+export const matchRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, config }) => {
   app.get(
     "/v1/safety/lost-reports/:id/matches",
     {
@@ -106,7 +108,9 @@ export const matchRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool })
           const decided = await store.decide(client, current.id, status);
           if (status === "confirmed") {
             const { id: matchId, lostReportId, kind, targetId, lostReporterId, targetReporterId } = current;
-            const data = { matchId, lostReportId, kind, targetId, lostReporterId, targetReporterId };
+            // A shelter holding the animal is given the owner's page: it has no other view of the lost report.
+            const lostReportShareUrl = partnerIdOf(targetReporterId) ? shareUrlOf(config.PUBLIC_BASE_URL, "lost", lostReportId) : undefined;
+            const data = { matchId, lostReportId, kind, targetId, lostReporterId, targetReporterId, ...(lostReportShareUrl ? { lostReportShareUrl } : {}) };
             await recordEvent(client, EventType.MatchConfirmed, data, request.log);
           }
           return views.match(decided);

@@ -119,7 +119,7 @@ export const reportOwnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { p
       const patch: ReportPatch = { animal, time: lastSeenAt, location, description };
       refuseEmpty(patch);
       const row = await withTransaction(pool, (client) => editReport(client, "lost", request.params.id, actor, patch, request.log));
-      return views.lostReportPrivate(row, false, photoViews(await readyPhotos(pool, { lostReportId: row.id }, { includeModerated: true }), config.API_PUBLIC_BASE_URL));
+      return views.lostReportPrivate(row, false, photoViews(await readyPhotos(pool, { lostReportId: row.id }, { includeModerated: true }), config.API_PUBLIC_BASE_URL), config.PUBLIC_BASE_URL);
     },
   );
 
@@ -142,7 +142,7 @@ export const reportOwnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { p
       const patch: ReportPatch = { animal, time: foundAt, location, description };
       refuseEmpty(patch);
       const row = await withTransaction(pool, (client) => editReport(client, "found", request.params.id, actor, patch, request.log));
-      return views.foundReportPrivate(row, photoViews(await readyPhotos(pool, { foundReportId: row.id }, { includeModerated: true }), config.API_PUBLIC_BASE_URL));
+      return views.foundReportPrivate(row, photoViews(await readyPhotos(pool, { foundReportId: row.id }, { includeModerated: true }), config.API_PUBLIC_BASE_URL), config.PUBLIC_BASE_URL);
     },
   );
 

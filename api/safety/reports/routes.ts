@@ -124,7 +124,7 @@ export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
     async (request) => {
       const report = visibleTo(await store.getLostReport(pool, request.params.id), request.actor, "lost report");
       const photos = await photosOf(pool, { lostReportId: report.id }, canSeeModerated(request.actor, report.reporterId));
-      return views.lostReportPublic(report, photos);
+      return views.lostReportPublic(report, photos, config.PUBLIC_BASE_URL);
     },
   );
 
@@ -145,7 +145,7 @@ export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
     async (request) => {
       const report = visibleTo(await store.getFoundReport(pool, request.params.id), request.actor, "found report");
       const photos = await photosOf(pool, { foundReportId: report.id }, canSeeModerated(request.actor, report.reporterId));
-      return views.foundReportPublic(report, photos);
+      return views.foundReportPublic(report, photos, config.PUBLIC_BASE_URL);
     },
   );
 
@@ -179,7 +179,7 @@ export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
           objectId: report.id,
           metadata: { viewerRole: report.reporterId === actor.id ? "reporter" : "platform_admin" },
         });
-        return views.lostReportPrivate(report, admin, await photosOf(client, { lostReportId: report.id }, true));
+        return views.lostReportPrivate(report, admin, await photosOf(client, { lostReportId: report.id }, true), config.PUBLIC_BASE_URL);
       });
     },
   );

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { CLOSED_REASONS } from "../../../lib/report-lifecycle.js";
 import { REPORT_OUTCOMES } from "../../../lib/animals.js";
 import { PhotoList } from "../../photos/schemas.js";
-import { Point } from "../../schemas.js";
+import { FoundReportPartner, Point } from "../../schemas.js";
 import { AnimalDescription, CoarseLocation, ModerationState, PastTimestamp, PublicAnimal, ReportStatus, text } from "../schemas.js";
 
 export const CreateLostReportBody = z
@@ -25,13 +26,25 @@ export const CreateFoundReportBody = z
   .meta({ id: "CreateFoundReport" });
 export type CreateFoundReportBody = z.output<typeof CreateFoundReportBody>;
 
+/** Where the report is shared (api/safety/reports/links.ts): absolute URLs under PUBLIC_BASE_URL. */
+export const shareUrls = () => ({
+  shareUrl: z.string().describe("The report's public share page (GET /lost/{id} or /found/{id}), in the reader's language."),
+  shortUrl: z.string().describe("The short link (GET /s/{code}, 301 to the share page), as printed on the flyer."),
+});
+export const flyerUrl = () => ({
+  flyerUrl: z.string().describe("The printable one-page flyer (PDF, `?size=a4|letter`, `?lang=`)."),
+});
+
 /** Every report view carries its lifetime (contract: "Report views carry expiresAt"). */
 const Lifetime = {
   expiresAt: z
     .string()
     .nullable()
     .describe("When an open report closes on its own unless renewed (REPORT_TTL_DAYS after creation or the last renewal). Null only for a report closed before reports had a lifetime."),
-  closedReason: z.enum(["expired"]).nullable().describe("expired: closed by the lifetime job, not by its reporter."),
+  closedReason: z
+    .enum(CLOSED_REASONS)
+    .nullable()
+    .describe("expired: closed by the lifetime job, not by its reporter. left_custody: a shelter partner's animal that left its custody."),
 };
 
 export const LostReportPublic = z
@@ -47,6 +60,7 @@ export const LostReportPublic = z
     ...Lifetime,
     moderationState: ModerationState.optional(),
     photos: PhotoList,
+    ...shareUrls(),
   })
   .meta({ id: "LostReportPublic" });
 
@@ -63,6 +77,10 @@ export const FoundReportPublic = z
     ...Lifetime,
     moderationState: ModerationState.optional(),
     photos: PhotoList,
+    ...shareUrls(),
+    partner: FoundReportPartner.optional().describe(
+      "While the animal is in a shelter partner's custody: the partner and its public contact (public by design).",
+    ),
   })
   .meta({ id: "FoundReportPublic" });
 
@@ -88,6 +106,8 @@ export const LostReportPrivate = z
     animalId: z.uuid().nullable().describe("The registered animal this report was made from (POST /v1/animals/{id}/lost)."),
     moderationState: ModerationState.nullable(),
     photos: PhotoList,
+    ...shareUrls(),
+    ...flyerUrl(),
   })
   .meta({ id: "LostReportPrivate" });
 
@@ -107,6 +127,8 @@ export const FoundReportPrivate = z
     ...Lifetime,
     moderationState: ModerationState.nullable(),
     photos: PhotoList,
+    ...shareUrls(),
+    ...flyerUrl(),
   })
   .meta({ id: "FoundReportPrivate" });
 

@@ -5,8 +5,9 @@ import type { Queryable } from "../../../lib/db.js";
 import type { ModerationTargetType } from "../../../lib/moderation.js";
 import { EventType } from "../../../lib/events.js";
 import { coarsen, toWkt, type LatLon } from "../../../lib/geo.js";
+import { foundReportPartnerSql, type FoundReportPartner } from "../../../lib/partners.js";
 import { pointJson, recordWithEvent, type EmbeddedWrite, type EventLog } from "../../../lib/outbox.js";
-import { expiryAfter, reportTable, type ReportKind } from "../../../lib/report-lifecycle.js";
+import { expiryAfter, reportTable, type ClosedReason, type ReportKind } from "../../../lib/report-lifecycle.js";
 import { SqlParams } from "../../../lib/sql.js";
 import type { ModerationState } from "../schemas.js";
 import { coarseColumns, moderationStateOf } from "../sql.js";
@@ -174,8 +175,10 @@ export interface ReportRowBase {
   updatedAt: Date;
   /** Null only for a report closed before reports had a lifetime. */
   expiresAt: Date | null;
-  closedReason: "expired" | null;
+  closedReason: ClosedReason | null;
   moderationState: ModerationState | null;
+  /** The short link's code (GET /s/{code}). */
+  shortCode: string;
 }
 
 export interface LostReportRow extends ReportRowBase {
@@ -191,6 +194,8 @@ export interface LostReportRow extends ReportRowBase {
 
 export interface FoundReportRow extends ReportRowBase {
   foundAt: Date;
+  /** The shelter partner in whose custody the animal is (lib/partners.ts), while the report is open. */
+  partner: FoundReportPartner | null;
 }
 
 const commonColumns = `r.id, r.reporter_id as "reporterId", r.status, r.species, r.breed, r.colors, r.sex,
@@ -198,7 +203,7 @@ const commonColumns = `r.id, r.reporter_id as "reporterId", r.status, r.species,
   st_y(r.location::geometry) as lat, st_x(r.location::geometry) as lon,
   ${coarseColumns("r.coarse_location")},
   r.description, r.resolved_at as "resolvedAt", r.created_at as "createdAt", r.updated_at as "updatedAt",
-  r.expires_at as "expiresAt", r.closed_reason as "closedReason"`;
+  r.expires_at as "expiresAt", r.closed_reason as "closedReason", r.short_code as "shortCode"`;
 
 /** The select list of a LostReportRow over `safety_lost_report r` (the owner listings use it too). */
 export const lostReportColumns = `${commonColumns}, r.animal_name as "animalName", r.last_seen_at as "lastSeenAt",
@@ -208,7 +213,8 @@ export const lostReportColumns = `${commonColumns}, r.animal_name as "animalName
 
 /** The select list of a FoundReportRow over `safety_found_report r`. */
 export const foundReportColumns = `${commonColumns}, r.found_at as "foundAt",
-  ${moderationStateOf("found_report", "r.id")} as "moderationState"`;
+  ${moderationStateOf("found_report", "r.id")} as "moderationState",
+  ${foundReportPartnerSql("r")} as partner`;
 
 export async function getLostReport(client: Queryable, id: string): Promise<LostReportRow | null> {
   const { rows } = await client.query<LostReportRow>(`select ${lostReportColumns} from safety_lost_report r where r.id = $1::uuid`, [id]);

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { PhotoView } from "../../photos/schemas.js";
 import { coarse, marked, opt } from "../views.js";
+import { publicShareLinks, shareLinks } from "./links.js";
 import type { FoundReportPrivate, FoundReportPublic, LostReportPrivate, LostReportPublic } from "./schemas.js";
 import type { FoundReportRow, LostReportRow } from "./store.js";
 
@@ -19,7 +20,8 @@ const lifetime = (row: FoundReportRow | LostReportRow) => ({
   closedReason: row.closedReason,
 });
 
-export function lostReportPublic(row: LostReportRow, photos: PhotoView[]): z.input<typeof LostReportPublic> {
+/** `publicBase` is PUBLIC_BASE_URL: the share links are absolute. */
+export function lostReportPublic(row: LostReportRow, photos: PhotoView[], publicBase: string): z.input<typeof LostReportPublic> {
   return {
     id: row.id,
     status: row.status,
@@ -32,10 +34,11 @@ export function lostReportPublic(row: LostReportRow, photos: PhotoView[]): z.inp
     ...lifetime(row),
     ...marked(row.moderationState),
     photos,
+    ...publicShareLinks(publicBase, "lost", row),
   };
 }
 
-export function foundReportPublic(row: FoundReportRow, photos: PhotoView[]): z.input<typeof FoundReportPublic> {
+export function foundReportPublic(row: FoundReportRow, photos: PhotoView[], publicBase: string): z.input<typeof FoundReportPublic> {
   return {
     id: row.id,
     status: row.status,
@@ -48,10 +51,18 @@ export function foundReportPublic(row: FoundReportRow, photos: PhotoView[]): z.i
     ...lifetime(row),
     ...marked(row.moderationState),
     photos,
+    ...publicShareLinks(publicBase, "found", row),
+    // In a shelter partner's custody: its public contact (public by design, contract part 3).
+    ...(row.partner ? { partner: row.partner } : {}),
   };
 }
 
-export function lostReportPrivate(row: LostReportRow, viewerIsAdmin: boolean, photos: PhotoView[]): z.input<typeof LostReportPrivate> {
+export function lostReportPrivate(
+  row: LostReportRow,
+  viewerIsAdmin: boolean,
+  photos: PhotoView[],
+  publicBase: string,
+): z.input<typeof LostReportPrivate> {
   return {
     id: row.id,
     reporterId: row.reporterId,
@@ -77,11 +88,12 @@ export function lostReportPrivate(row: LostReportRow, viewerIsAdmin: boolean, ph
     animalId: row.animalId,
     moderationState: row.moderationState,
     photos,
+    ...shareLinks(publicBase, "lost", row),
   };
 }
 
 /** The reporter's own view of a found report (what PATCH returns): the precise point and every field. */
-export function foundReportPrivate(row: FoundReportRow, photos: PhotoView[]): z.input<typeof FoundReportPrivate> {
+export function foundReportPrivate(row: FoundReportRow, photos: PhotoView[], publicBase: string): z.input<typeof FoundReportPrivate> {
   return {
     id: row.id,
     reporterId: row.reporterId,
@@ -97,5 +109,6 @@ export function foundReportPrivate(row: FoundReportRow, photos: PhotoView[]): z.
     ...lifetime(row),
     moderationState: row.moderationState,
     photos,
+    ...shareLinks(publicBase, "found", row),
   };
 }

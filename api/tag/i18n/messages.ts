@@ -50,5 +50,62 @@ export interface Messages {
   failed: { title: string; body: string };
   /** A form post another site's page made (api/plugins/same-origin-forms.ts). */
   otherSite: { title: string; body: string };
+  /**
+   * "Get alerts on this phone" (Web Push): shown only by the page's script, where the browser has PushManager.
+   * signIn: the visitor is not signed in on this browser; subscribed: it worked; failed: permission refused or an error.
+   */
+  push: { subscribe: string; subscribed: string; signIn: string; failed: string };
   footer: string;
+  /** The share pages (GET /lost/{id}, /found/{id}) and their flyers (api/share/). */
+  share: ShareMessages;
+}
+
+export interface ShareMessages {
+  /** The headline, printed in capitals: "{species}" is the species' name ("LOST DOG", "CHIEN PERDU"). */
+  lost: string;
+  found: string;
+  /** Page title: "Lost dog: {name}" and without a name. */
+  titleLost: string;
+  titleLostNamed: string;
+  titleFound: string;
+  /** og:description / the card: "{species} lost near {place} on {date}." */
+  summaryLost: string;
+  summaryFound: string;
+  labels: { name: string; breed: string; colors: string; sex: string; marks: string; description: string; lastSeen: string; foundOn: string; area: string };
+  sex: { male: string; female: string; unknown: string };
+  /** "within about 1 km of {place}"; {place} is the coarse point. */
+  area: string;
+  /** The flyer's area: "near {place}". */
+  near: string;
+  mapLink: string;
+  photoAlt: string;
+  reunited: { title: string; body: string };
+  closed: { title: string; body: string };
+  expired: { title: string; body: string };
+  /** A found animal in a shelter partner's custody: "At {name}". */
+  atPartner: string;
+  partnerLabels: { phone: string; email: string; address: string; website: string };
+  sighting: {
+    heading: string;
+    intro: string;
+    note: string;
+    noteHint: string;
+    submit: string;
+    privacy: string;
+    thanks: { title: string; body: string };
+  };
+  /** The relay form's heading on a lost report's page, and on a found report's page. */
+  messageLost: string;
+  messageFound: string;
+  messageIntroFound: string;
+  errors: {
+    /** {max}: the limit; {count}: what was sent. */
+    noteTooLong: string;
+    noteInvalid: string;
+    failed: string;
+  };
+  thanksFinder: { title: string; body: string };
+  tooManySightings: { title: string; body: string };
+  notFound: { title: string; body: string };
+  flyer: { scan: string; tear: string; help: string };
 }

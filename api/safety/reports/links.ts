@@ -1,0 +1,34 @@
+import type { ReportKind } from "../../../lib/report-lifecycle.js";
+
+/**
+ * A report's public links under PUBLIC_BASE_URL: its share page, its short
+ * link (GET /s/{code}) and its printable flyer. The share module (api/share/)
+ * serves them; every report view names them from here.
+ */
+export interface ShareLinks {
+  shareUrl: string;
+  shortUrl: string;
+  flyerUrl: string;
+}
+
+const trimmed = (base: string) => base.replace(/\/+$/, "");
+
+export const sharePath = (kind: ReportKind, id: string) => `/${kind}/${id}`;
+
+/** A report's share page alone, where its short code is not at hand. */
+export const shareUrlOf = (base: string, kind: ReportKind, id: string): string => `${trimmed(base)}${sharePath(kind, id)}`;
+
+export function shareLinks(base: string, kind: ReportKind, report: { id: string; shortCode: string }): ShareLinks {
+  const root = trimmed(base);
+  return {
+    shareUrl: `${root}${sharePath(kind, report.id)}`,
+    shortUrl: `${root}/s/${report.shortCode}`,
+    flyerUrl: `${root}${sharePath(kind, report.id)}/flyer.pdf`,
+  };
+}
+
+/** What a public view carries: the page and the short link, not the flyer (contract: "nothing else"). */
+export function publicShareLinks(base: string, kind: ReportKind, report: { id: string; shortCode: string }): Omit<ShareLinks, "flyerUrl"> {
+  const { shareUrl, shortUrl } = shareLinks(base, kind, report);
+  return { shareUrl, shortUrl };
+}

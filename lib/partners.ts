@@ -1,0 +1,112 @@
+import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from "node:crypto";
+import type { Queryable } from "./db.js";
+
+/**
+ * Shelter partners (contract part 3): shelters, rescues and vets that
+ * publish the animals they take in through the partner API. What the API
+ * (admin resource, partner API, public views) and the notifier agree on: the
+ * partner's actor id, its password hash, and its public contact.
+ */
+
+export const PARTNER_KINDS = ["shelter", "rescue", "vet"] as const;
+export type PartnerKind = (typeof PARTNER_KINDS)[number];
+
+/** How a partner's software writes dates; ISO is always accepted besides (api/partners/dates.ts). */
+export const PARTNER_DATE_FORMATS = ["YYYY-MM-DD", "MM/DD/YYYY", "DD/MM/YYYY", "DD.MM.YYYY"] as const;
+export type PartnerDateFormat = (typeof PARTNER_DATE_FORMATS)[number];
+
+/** A found report's closed_reason once its animal left the partner's custody (lib/report-lifecycle.ts). */
+export const LEFT_CUSTODY = "left_custody";
+
+const ACTOR_PREFIX = "partner:";
+
+/** The partner as an actor: the reporter of the found reports it publishes, and a notification recipient. */
+export const partnerActorId = (partnerId: string): string => `${ACTOR_PREFIX}${partnerId}`;
+
+/** The partner id of a `partner:<uuid>` actor id, or null for any other actor. */
+export function partnerIdOf(actorId: string): string | null {
+  const id = actorId.startsWith(ACTOR_PREFIX) ? actorId.slice(ACTOR_PREFIX.length) : "";
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? id : null;
+}
+
+// ---- passwords ----------------------------------------------------------------
+
+/**
+ * scrypt with N = 2^15, r = 8, p = 1 (about 32 MiB and 50-100 ms a hash on
+ * one core): OWASP's minimum for scrypt. Node's own, no native dependency.
+ * Logins are limited to 10 a minute per address, so the cost stays small.
+ */
+const SCRYPT = { N: 2 ** 15, r: 8, p: 1, keyLength: 32 } as const;
+const scryptMaxmem = (N: number, r: number) => 128 * N * r * 2;
+
+function scryptAsync(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    scrypt(password, salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))),
+  );
+}
+
+/** A new partner password: 24 random bytes in base64url (32 characters), shown once. */
+export const newPartnerPassword = (): string => randomBytes(24).toString("base64url");
+
+/** `scrypt$N$r$p$<salt b64>$<hash b64>`: the parameters travel with the hash, so they can be raised later. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const { N, r, p, keyLength } = SCRYPT;
+  const key = await scryptAsync(password, salt, keyLength, { N, r, p, maxmem: scryptMaxmem(N, r) });
+  return ["scrypt", N, r, p, salt.toString("base64"), key.toString("base64")].join("$");
+}
+
+/** Compares in constant time; any malformed stored hash is simply no match. */
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, hash] = stored.split("$");
+  if (scheme !== "scrypt" || !salt || !hash) return false;
+  const N = Number(n);
+  const R = Number(r);
+  const P = Number(p);
+  if (![N, R, P].every((v) => Number.isInteger(v) && v > 0)) return false;
+  const expected = Buffer.from(hash, "base64");
+  const key = await scryptAsync(password, Buffer.from(salt, "base64"), expected.length, { N, r: R, p: P, maxmem: scryptMaxmem(N, R) });
+  return key.length === expected.length && timingSafeEqual(key, expected);
+}
+
+/**
+ * The hash an unknown login email is compared against, so a wrong email
+ * costs the same scrypt as a wrong password and the answer time does not
+ * tell which one was wrong.
+ */
+let decoyHash: Promise<string> | null = null;
+export const decoyPasswordHash = (): Promise<string> => (decoyHash ??= hashPassword(newPartnerPassword()));
+
+// ---- public contact -----------------------------------------------------------
+
+/** A partner's public contact, as the admin entered it: public by design (contract), shown with its animals. */
+export interface PartnerPublicContact {
+  phone?: string;
+  email?: string;
+  address?: string;
+  website?: string;
+}
+
+/** What a found report in a partner's custody shows of it, and what the owner's match notification carries. */
+export interface FoundReportPartner extends PartnerPublicContact {
+  name: string;
+  kind: PartnerKind;
+}
+
+/**
+ * SQL giving the partner of the found report `alias` as JSON
+ * `{name, kind, phone?, email?, address?, website?}`, or null when the
+ * report is not in a partner's custody (no partner, or no longer open).
+ */
+export const foundReportPartnerSql = (alias: string): string =>
+  `(select jsonb_build_object('name', pt.name, 'kind', pt.kind) || jsonb_strip_nulls(pt.public_contact)
+    from partner pt where pt.id = ${alias}.partner_id and ${alias}.status = 'open')`;
+
+/** The partner in whose custody the found report is, or null; for the API's views and the notifier's messages. */
+export async function readFoundReportPartner(client: Queryable, foundReportId: string): Promise<FoundReportPartner | null> {
+  const { rows } = await client.query<{ partner: FoundReportPartner | null }>(
+    `select ${foundReportPartnerSql("r")} as partner from safety_found_report r where r.id = $1::uuid`,
+    [foundReportId],
+  );
+  return rows[0]?.partner ?? null;
+}

@@ -1,0 +1,197 @@
+import webpush from "web-push";
+import type { Pool } from "../../lib/db.js";
+import { HIGH_URGENCY_KINDS, NO_PUSH_SUBSCRIPTION, PROVIDER_REJECTED } from "../../lib/notifications.js";
+import type { VapidKeys } from "../../lib/push.js";
+import type { DeliverableNotification } from "../store.js";
+import { DeliveryError, type Deliverer } from "./types.js";
+
+/**
+ * The push channel (contract part 3, "Push to phones"): each notification is
+ * sent to every push subscription of its recipient, encrypted (RFC 8291,
+ * aes128gcm) and signed (VAPID, RFC 8292) by web-push's
+ * generateRequestDetails. The request itself is sent here, with fetch: web-push's
+ * sendNotification speaks https only, and tests run a local push service over
+ * http on an allow-listed host (PUSH_ENDPOINT_ALLOW; docs/decisions/0074).
+ *
+ * Outcomes per subscription: 2xx took it; 404 and 410 mean it is gone, and its
+ * row is deleted; 429 and 5xx (and a network error) may succeed later; any
+ * other answer (400, 413, …) refuses this message only. The notification is
+ * sent when any subscription took it; else it is retried when any may succeed
+ * later (with the push service's Retry-After); else dead-lettered, as
+ * permanent: "provider rejected" when one refused it (the next notification
+ * still goes to that subscription), "no push subscription" when none is left.
+ */
+
+/** The largest payload, in bytes of JSON: well under the 4 KB a push service must take (RFC 8291 section 4). */
+export const MAX_PUSH_PAYLOAD_BYTES = 3 * 1024;
+/** How long a push service keeps an undelivered message for a phone that is off: one day. */
+export const PUSH_TTL_SECONDS = 86_400;
+const REQUEST_TIMEOUT_MS = 10_000;
+/** A VAPID JWT's lifetime (RFC 8292 allows up to 24 h) and how long one is reused. */
+const VAPID_TOKEN_SECONDS = 12 * 3600;
+const VAPID_TOKEN_REUSE_MS = 3600_000;
+
+export interface PushDelivererOptions {
+  /** Used when a caller gives no client of its own (the delivery job always does). */
+  pool: Pool;
+  /** The VAPID pair, or a function giving it (development makes its pair on first use: lib/push.ts). */
+  vapid: VapidKeys | (() => VapidKeys);
+  /** The VAPID `sub`: a mailto: or https: contact. */
+  subject: string;
+  /** Where the pages a push opens live: the share pages of the API. */
+  publicBaseUrl: string;
+  /** Hosts whose endpoints may be http (tests). Endpoints were checked when subscribed (api/push). */
+  allowHosts?: readonly string[];
+}
+
+export interface PushPayload {
+  kind: string;
+  subject: string;
+  body: string;
+  url: string;
+  data: Record<string, string>;
+}
+
+/** The page a notification opens: the report's share page when it is about one, else the site's front page. */
+export function pushUrl(notification: Pick<DeliverableNotification, "data">, publicBaseUrl: string): string {
+  const base = publicBaseUrl.replace(/\/+$/, "");
+  const { data } = notification;
+  if (data.lostReportId) return `${base}/lost/${encodeURIComponent(data.lostReportId)}`;
+  if (data.foundReportId) return `${base}/found/${encodeURIComponent(data.foundReportId)}`;
+  if (data.reportId && (data.reportKind === "lost" || data.reportKind === "found")) {
+    return `${base}/${data.reportKind}/${encodeURIComponent(data.reportId)}`;
+  }
+  return `${base}/`;
+}
+
+/** The payload JSON, its body cut (on a code point, with an ellipsis) until the whole is at most MAX_PUSH_PAYLOAD_BYTES. */
+export function pushPayload(notification: DeliverableNotification, publicBaseUrl: string): string {
+  const payload: PushPayload = {
+    kind: notification.kind,
+    subject: notification.subject,
+    body: notification.body,
+    url: pushUrl(notification, publicBaseUrl),
+    data: { ...notification.data, notificationId: notification.id },
+  };
+  let json = JSON.stringify(payload);
+  if (Buffer.byteLength(json) <= MAX_PUSH_PAYLOAD_BYTES) return json;
+  // The longest prefix (in code points) that fits, by bisection: at most a dozen JSON.stringify of 3 KB.
+  const chars = [...notification.body];
+  const withBody = (keep: number) => JSON.stringify({ ...payload, body: `${chars.slice(0, keep).join("")}…` });
+  let [fits, tooLong] = [-1, chars.length];
+  while (tooLong - fits > 1) {
+    const mid = (fits + tooLong) >> 1;
+    if (Buffer.byteLength(withBody(mid)) <= MAX_PUSH_PAYLOAD_BYTES) fits = mid;
+    else tooLong = mid;
+  }
+  if (fits >= 0) return withBody(fits);
+  // A subject or data too large on their own: the body goes entirely, the subject is cut.
+  return JSON.stringify({ ...payload, body: "", subject: payload.subject.slice(0, 200), data: { notificationId: notification.id } });
+}
+
+/** A Retry-After header (seconds or an HTTP date) in ms, or undefined. */
+export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+interface Subscription {
+  id: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
+
+type Outcome =
+  | { kind: "sent" }
+  | { kind: "gone"; status: number }
+  | { kind: "retry"; why: string; retryAfterMs?: number }
+  | { kind: "rejected"; status: number };
+
+export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
+  const { pool, subject, publicBaseUrl, allowHosts = [] } = options;
+  const vapidKeys = typeof options.vapid === "function" ? options.vapid : () => options.vapid as VapidKeys;
+
+  // One VAPID JWT per push service origin, signed for 12 h and reused for an hour: an ES256 signature per push
+  // would be the same token again (ALERTS_BENCH_PARTS=push npx tsx bench/alerts-fanout.ts, pushesPerSecond).
+  const authorizations = new Map<string, { value: string; until: number }>();
+  function authorizationFor(endpoint: URL): string {
+    const now = Date.now();
+    const cached = authorizations.get(endpoint.origin);
+    if (cached && cached.until > now) return cached.value;
+    const vapid = vapidKeys();
+    const expiresAt = Math.floor(now / 1000) + VAPID_TOKEN_SECONDS;
+    const { Authorization } = webpush.getVapidHeaders(endpoint.origin, subject, vapid.publicKey, vapid.privateKey, "aes128gcm", expiresAt);
+    authorizations.set(endpoint.origin, { value: Authorization, until: now + VAPID_TOKEN_REUSE_MS });
+    return Authorization;
+  }
+
+  async function sendOne(subscription: Subscription, payload: string, urgency: "high" | "normal"): Promise<Outcome> {
+    const url = new URL(subscription.endpoint);
+    // Checked when subscribed; checked again, so a row written another way never sends a payload in clear text.
+    if (url.protocol !== "https:" && !(url.protocol === "http:" && allowHosts.includes(url.hostname.toLowerCase()))) {
+      return { kind: "rejected", status: 0 };
+    }
+    // vapidDetails null: the Authorization header (`vapid t=…, k=…`) is the cached one above.
+    const details = webpush.generateRequestDetails(
+      { endpoint: subscription.endpoint, keys: { p256dh: subscription.p256dh, auth: subscription.auth } },
+      payload,
+      { TTL: PUSH_TTL_SECONDS, urgency, vapidDetails: null as unknown as undefined, headers: { Authorization: authorizationFor(url) } },
+    );
+    // fetch sets Content-Length from the body itself.
+    const headers = Object.fromEntries(
+      Object.entries(details.headers)
+        .filter(([name]) => name.toLowerCase() !== "content-length")
+        .map(([name, value]) => [name, String(value)]),
+    );
+    let response: Response;
+    try {
+      response = await fetch(details.endpoint, {
+        method: "POST",
+        headers,
+        body: details.body ? new Uint8Array(details.body) : null,
+        redirect: "manual",
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+      await response.arrayBuffer().catch(() => undefined);
+    } catch (err) {
+      return { kind: "retry", why: `push service unreachable: ${(err as Error).cause ?? (err as Error).message}` };
+    }
+    const status = response.status;
+    if (status >= 200 && status < 300) return { kind: "sent" };
+    if (status === 404 || status === 410) return { kind: "gone", status };
+    if (status === 429 || status >= 500) {
+      return { kind: "retry", why: `push service ${status}`, retryAfterMs: retryAfterMs(response.headers.get("retry-after")) };
+    }
+    return { kind: "rejected", status };
+  }
+
+  return {
+    async deliver(notification, client = pool) {
+      const { rows: subscriptions } = await client.query<Subscription>(
+        `select id, endpoint, p256dh, auth from push_subscription where actor_id = $1::text order by created_at`,
+        [notification.recipientActorId],
+      );
+      if (subscriptions.length === 0) throw new DeliveryError(NO_PUSH_SUBSCRIPTION);
+      const payload = pushPayload(notification, publicBaseUrl);
+      const urgency = HIGH_URGENCY_KINDS.includes(notification.kind) ? "high" : "normal";
+      const outcomes = await Promise.all(subscriptions.map((s) => sendOne(s, payload, urgency)));
+
+      const gone = subscriptions.filter((_, i) => outcomes[i]!.kind === "gone").map((s) => s.id);
+      if (gone.length > 0) await client.query(`delete from push_subscription where id = any($1::uuid[])`, [gone]);
+      if (outcomes.some((o) => o.kind === "sent")) return;
+
+      const retries = outcomes.filter((o): o is Extract<Outcome, { kind: "retry" }> => o.kind === "retry");
+      if (retries.length > 0) {
+        const waits = retries.map((r) => r.retryAfterMs).filter((ms): ms is number => ms !== undefined);
+        throw new DeliveryError(retries.map((r) => r.why).join("; "), waits.length > 0 ? { retryAfterMs: Math.max(...waits) } : {});
+      }
+      const rejected = outcomes.filter((o): o is Extract<Outcome, { kind: "rejected" }> => o.kind === "rejected");
+      if (rejected.length > 0) throw new DeliveryError(`${PROVIDER_REJECTED} the push: ${rejected.map((r) => r.status).join(", ")}`);
+      throw new DeliveryError(NO_PUSH_SUBSCRIPTION);
+    },
+  };
+}
