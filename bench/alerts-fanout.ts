@@ -220,7 +220,8 @@ async function pushPart(stack: BenchStack) {
     const { rows: timing } = await stack.pool.query(
       `select extract(epoch from max(n.sent_at) - f.finished_at) * 1000 as "afterFanoutMs",
          extract(epoch from max(n.sent_at) - min(n.created_at)) * 1000 as "firstRowToLastSentMs",
-         extract(epoch from max(n.sent_at) - min(n.sent_at)) * 1000 as "firstToLastSentMs"
+         extract(epoch from max(n.sent_at) - min(n.sent_at)) * 1000 as "firstToLastSentMs",
+         count(*) filter (where n.sent_at > f.finished_at)::int as "sentAfterFanout"
        from notification n join alert_fanout f on f.report_id = $1::uuid
        where n.channel = 'push' and n.kind = 'nearby_lost' and n.data->>'lostReportId' = $1::text group by f.finished_at`,
       [reportId],
@@ -234,11 +235,17 @@ async function pushPart(stack: BenchStack) {
       stillOpen: counts!.open,
       requestsVerifiedAndDecrypted: verified,
       requestsRefused: service.requests.length - verified,
+      // TCP connections the push service accepted: far fewer than requests when the notifier reuses them (keep-alive).
+      connections: service.connections,
       lastSentAfterFanoutMs: round(Number(timing[0]?.afterFanoutMs ?? NaN), 0),
       firstRowToLastSentMs: round(Number(timing[0]?.firstRowToLastSentMs ?? NaN), 0),
       firstToLastSentMs: round(drainMs, 0),
       // Sent pushes over the time from the first sent to the last: the delivery jobs' rate against the local service.
       pushesPerSecond: round(counts!.sent / (drainMs / 1000), 0),
+      // The backlog left when the fan-out's last batch committed, over the time to send it: the drain once every
+      // push row exists (while the fan-out still writes, the rate is bounded by how fast it writes push rows).
+      sentAfterFanout: Number(timing[0]?.sentAfterFanout ?? 0),
+      afterFanoutPerSecond: round(Number(timing[0]?.sentAfterFanout ?? 0) / (Number(timing[0]?.afterFanoutMs ?? NaN) / 1000), 0),
     };
     log(`push: ${JSON.stringify(push)}`);
     console.table([withoutPush, withPush]);
@@ -251,7 +258,8 @@ async function pushPart(stack: BenchStack) {
 async function main() {
   const startedAt = new Date();
   log("starting the stack");
-  const stack = await startBenchStack(DATABASE);
+  // ALERTS_BENCH_PROFILE_DIR: --cpu-prof of each process there (bench/profile.ts summariseProfiles reads them).
+  const stack = await startBenchStack(DATABASE, { profileDir: process.env.ALERTS_BENCH_PROFILE_DIR });
   try {
     const quiet = parts.has("load") ? await quietWrites(stack) : null;
     await seed(stack);

@@ -426,6 +426,16 @@ const apiSettings = defineProcess({
           "Photo uploads have their own limits.",
       ),
     ...apiPhotos,
+    API_JOBS_SUMMARY_MAX_AGE_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(60_000)
+      .default(2_000)
+      .describe(
+        "How long GET /v1/admin/jobs/summary keeps its counts and shares them among requests (answered while recounted up to 5 times as long); " +
+          "a retry or fail drops them. 0 counts on every request.",
+      ),
     REPORT_TTL_DAYS: reportTtlDays.describe("Days an open report lives after its creation or last renewal."),
     ALERT_UNSUBSCRIBE_SECRET: alertUnsubscribeSecret,
     EMAIL_VERIFICATION: z

@@ -206,6 +206,8 @@ export type JobState = (typeof JOB_STATES)[number];
 
 /** GET /v1/admin/jobs/summary (api/admin/jobs/schemas.ts). */
 export interface JobsSummary {
+  /** When the counts were read: the API keeps them a few seconds (API_JOBS_SUMMARY_MAX_AGE_MS). */
+  asOf: string;
   tasks: Array<{ task: string; queued: number; scheduled: number; running: number; failed: number; oldestQueuedSeconds: number }>;
   cron: Array<{ identifier: string; knownSince: string; lastRun: string | null }>;
 }

@@ -1,14 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MASK } from "../../api/admin/outbox/mask.js";
+import { STALE_FACTOR, summaryReader } from "../../api/admin/jobs/store.js";
+import { loadApiConfig } from "../../lib/config.js";
 import { registerWorkerJobMetrics, Registry } from "../../lib/metrics.js";
 import { sampleValue } from "../helpers/exposition.js";
-import { admin, as } from "../helpers/app.js";
+import { admin, as, buildTestApi, devEnv } from "../helpers/app.js";
 import { withFailingAuditInsert } from "../helpers/db.js";
 import { useTestApi } from "../helpers/harness.js";
 import { eventually } from "../helpers/stream.js";
 import { CRON_ITEM, HELD, LONG_ERROR, NOBODY, OK, startJobWorld, THROWS, type JobWorld } from "./jobs-world.js";
 
-const t = useTestApi();
+// Counted on every request: these tests change jobs through the worker and SQL and read at once (the kept summary has its own tests below).
+const t = useTestApi({ API_JOBS_SUMMARY_MAX_AGE_MS: "0" });
 let world: JobWorld;
 
 beforeAll(async () => {
@@ -51,6 +54,13 @@ describe("GET /v1/admin/jobs/summary counts each task's jobs by state", () => {
     expect(of(NOBODY)).toMatchObject({ task: NOBODY, queued: 1, scheduled: 0, running: 0, failed: 0 });
     expect(of(NOBODY)!.oldestQueuedSeconds).toBeGreaterThanOrEqual(90);
     expect(of(NOBODY)!.oldestQueuedSeconds).toBeLessThan(600);
+  });
+
+  it("says when its counts were read", async () => {
+    const before = Date.now();
+    const asOf = Date.parse((await get("/v1/admin/jobs/summary")).json().asOf);
+    expect(asOf).toBeGreaterThanOrEqual(before - 1000);
+    expect(asOf).toBeLessThanOrEqual(Date.now());
   });
 
   it("lists the crontab items a worker registered, with their last run", async () => {
@@ -241,5 +251,83 @@ describe("the worker processes' gauges: worker_jobs{task,state} and worker_job_o
     expect(sampleValue(text, "worker_job_oldest_queued_seconds", { task: NOBODY })).toBeGreaterThanOrEqual(400);
     expect(sampleValue(text, "worker_jobs", { task: OK, state: "scheduled" })).toBe(1);
     expect(sampleValue(text, "worker_job_oldest_queued_seconds", { task: OK })).toBe(0);
+  });
+});
+
+describe("the summary is counted at most once per API_JOBS_SUMMARY_MAX_AGE_MS and shared", () => {
+  const PROBE = "summary_cache__probe";
+  const probes = (summary: { tasks: Array<{ task: string; scheduled: number }> }) => summary.tasks.find((row) => row.task === PROBE)?.scheduled ?? 0;
+  const addProbe = (key: string) =>
+    t.db.pool.query(`select graphile_worker.add_job($1, '{}'::json, run_at => now() + interval '1 hour', job_key => $2)`, [PROBE, key]);
+
+  afterAll(async () => {
+    await t.db.pool.query(`select graphile_worker.remove_job(k) from unnest(array['probe-1', 'probe-2', 'probe-3']) k`);
+  });
+
+  it("keeps 2 s unless set", () => {
+    const { API_JOBS_SUMMARY_MAX_AGE_MS: _set, ...unset } = devEnv(t.db.url, t.bus.url);
+    expect(loadApiConfig(unset).API_JOBS_SUMMARY_MAX_AGE_MS).toBe(2_000);
+  });
+
+  it("answers the kept counts and their asOf until they are older than the setting, and counts once for concurrent requests", async () => {
+    let clock = 1_800_000_000_000;
+    const reader = summaryReader(t.db.pool, 5_000, () => clock);
+    const [first, second, third] = await Promise.all([reader.read(), reader.read(), reader.read()]);
+    expect(second).toBe(first);
+    expect(third).toBe(first);
+    expect(first.asOf).toBe(new Date(clock).toISOString());
+    await addProbe("probe-1");
+    clock += 4_999;
+    expect(await reader.read()).toBe(first);
+    expect(probes(first)).toBe(0);
+  });
+
+  it("answers counts older than the setting while it counts again, then the new ones; much older, it waits for the new count", async () => {
+    let clock = 1_800_000_000_000;
+    const reader = summaryReader(t.db.pool, 5_000, () => clock);
+    const first = await reader.read();
+    await addProbe("probe-2");
+    clock += 5_000;
+    expect(await reader.read()).toBe(first);
+    const recounted = await eventually(async () => {
+      const summary = await reader.read();
+      return summary === first ? undefined : summary;
+    }, 10_000);
+    expect(recounted.asOf).toBe(new Date(clock).toISOString());
+    expect(probes(recounted)).toBe(probes(first) + 1);
+    await addProbe("probe-3");
+    clock += STALE_FACTOR * 5_000;
+    const waited = await reader.read();
+    expect(probes(waited)).toBe(probes(recounted) + 1);
+    expect(waited.asOf).toBe(new Date(clock).toISOString());
+  });
+
+  it("counts again after invalidate (a retry or fail), whatever the kept counts' age", async () => {
+    const reader = summaryReader(t.db.pool, 60_000);
+    const kept = await reader.read();
+    reader.invalidate();
+    const fresh = await reader.read();
+    expect(fresh).not.toBe(kept);
+    expect(Date.parse(fresh.asOf)).toBeGreaterThanOrEqual(Date.parse(kept.asOf));
+  });
+
+  it("shows a retry through the API at once, with counts kept for a minute", async () => {
+    const api = await buildTestApi(devEnv(t.db.url, t.bus.url, { API_JOBS_SUMMARY_MAX_AGE_MS: "60000" }));
+    try {
+      const summary = async () => (await api.app.inject({ url: "/v1/admin/jobs/summary", headers: admin(), remoteAddress: from() })).json();
+      const { rows } = await t.db.pool.query<{ id: string }>(
+        `select (graphile_worker.add_job($1, '{}'::json, run_at => now() + interval '1 hour', job_key => 'probe-1')).id::text as id`,
+        [PROBE],
+      );
+      const before = await summary();
+      expect(await summary()).toEqual(before);
+      const res = await api.app.inject({ method: "POST", url: `/v1/admin/jobs/${rows[0]!.id}/fail`, headers: admin(), payload: { reason: "probe" }, remoteAddress: from() });
+      expect(res.statusCode, res.body).toBe(200);
+      const after = await summary();
+      expect(Date.parse(after.asOf)).toBeGreaterThan(Date.parse(before.asOf));
+      expect(after.tasks.find((row: { task: string }) => row.task === PROBE)).toMatchObject({ failed: 1 });
+    } finally {
+      await api.close();
+    }
   });
 });

@@ -70,6 +70,8 @@ describe("the Jobs screen", () => {
     expect(queued[5]).toMatch(/^\d+s$/);
     await expect.poll(() => page.getByRole("table", { name: "Cron items" }).innerText()).toContain(CRON_ITEM);
     expect(await page.getByRole("table", { name: "Cron items" }).innerText()).toContain("never");
+    // The API keeps the counts a few seconds: the screen says when they were read.
+    expect(await page.getByText(/^Counts as of \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z$/).count()).toBe(1);
   });
 
   it("lists each state: failed first, then the running, scheduled and queued jobs, payloads masked", async () => {

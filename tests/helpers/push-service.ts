@@ -56,9 +56,12 @@ export class TestPushService {
   private readonly answers = new Map<string, PushAnswer[]>();
   private vapidKey: string | null = null;
   origin = "";
+  /** TCP connections the service accepted: far fewer than requests when the notifier keeps connections alive. */
+  connections = 0;
 
   private constructor() {
     this.server = http.createServer((req, res) => void this.handle(req, res));
+    this.server.on("connection", () => this.connections++);
   }
 
   static async start(): Promise<TestPushService> {

@@ -101,6 +101,7 @@ export function Jobs() {
         </tbody>
       </table>
       {summary.summary && tasks.length === 0 && <p class="empty">No job is queued, scheduled, running or failed.</p>}
+      {summary.summary && <p class="muted">Counts as of {time(summary.summary.asOf)}</p>}
 
       <details open={(summary.summary?.cron.length ?? 0) > 0}>
         <summary>Cron items</summary>

@@ -8,25 +8,27 @@ import { requireActor } from "../../plugins/auth.js";
 import { problemResponses } from "../../plugins/openapi.js";
 import { decodeCursor, toPage } from "../../pagination.js";
 import { JobIdParams, JobItem, JobPage, JobReasonBody, JobsCursor, JobsQuery, JobsSummary } from "./schemas.js";
-import { ACTION_FROM, actOnJob, jobsSummary, knownTasks, toJobItem, type JobAction } from "./store.js";
+import { ACTION_FROM, actOnJob, knownTasks, summaryReader, toJobItem, type JobAction } from "./store.js";
 
 const STATES_TEXT =
   "queued = due and not locked, scheduled = due later, running = locked by a worker, failed = attempts used up";
 
 const audited: Record<JobAction, AuditAction> = { retry: AuditAction.JobRetried, fail: AuditAction.JobFailed };
 
-export const adminJobRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool }) => {
+export const adminJobRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, config }) => {
+  const summaries = summaryReader(pool, config.API_JOBS_SUMMARY_MAX_AGE_MS);
   app.get(
     "/v1/admin/jobs/summary",
     {
       schema: {
         tags: ["admin"],
         summary: "graphile-worker's jobs by task and state, and the cron items' last runs",
-        description: `For each task with a job in the queue: how many are queued, scheduled, running and failed (${STATES_TEXT}), and how long its oldest queued job has been due. Then every crontab item a worker registered, with when it last ran.`,
+        description: `For each task with a job in the queue: how many are queued, scheduled, running and failed (${STATES_TEXT}), and how long its oldest queued job has been due. Then every crontab item a worker registered, with when it last ran. ` +
+          "The counts are kept for API_JOBS_SUMMARY_MAX_AGE_MS (2 s unless set) and shared by the requests meanwhile; asOf says when they were read, and a retry or fail drops them.",
         response: { 200: JobsSummary, ...problemResponses(401, 403) },
       },
     },
-    async () => jobsSummary(pool),
+    async () => summaries.read(),
   );
 
   app.get(
@@ -97,7 +99,7 @@ export const adminJobRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool
         const actor = requireActor(request);
         const { id } = request.params;
         const { reason } = request.body;
-        return withTransaction(pool, async (client) => {
+        const done = await withTransaction(pool, async (client) => {
           const outcome = await actOnJob(client, id, name, reason);
           if ("refused" in outcome) {
             if (outcome.refused === "not-found") throw problems.notFound("job");
@@ -112,6 +114,9 @@ export const adminJobRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool
           });
           return toJobItem(outcome.job);
         });
+        // After the commit: a summary read now shows the action.
+        summaries.invalidate();
+        return done;
       },
     );
 

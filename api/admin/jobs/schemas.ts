@@ -62,6 +62,12 @@ export const CronItem = z.object({
 });
 
 export const JobsSummary = z
-  .object({ tasks: z.array(TaskJobs).describe("Every task with a job in the queue, by name."), cron: z.array(CronItem) })
+  .object({
+    asOf: z
+      .string()
+      .describe("When these counts were read: a summary is kept and shared for a few seconds (API_JOBS_SUMMARY_MAX_AGE_MS), a retry or fail drops it."),
+    tasks: z.array(TaskJobs).describe("Every task with a job in the queue, by name."),
+    cron: z.array(CronItem),
+  })
   .meta({ id: "WorkerJobsSummary" });
 export type JobsSummary = z.output<typeof JobsSummary>;
