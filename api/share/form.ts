@@ -1,22 +1,11 @@
 import { coarsen, type LatLon } from "../../lib/geo.js";
 import { CreateSightingBody, type CreateSightingBody as SightingBody } from "../safety/sightings/schemas.js";
 import { format, type Messages } from "../tag/i18n/index.js";
+import { pointOf, stringField } from "../tag/form.js";
 import type { SightingFormState } from "./render.js";
 
 /** The API's own limit on a sighting's note (api/safety/sightings/schemas.ts). */
 export const NOTE_MAX = 1000;
-
-const stringField = (body: unknown, key: string): string => {
-  const value = body && typeof body === "object" ? (body as Record<string, unknown>)[key] : undefined;
-  return typeof value === "string" ? value : "";
-};
-
-/** A latitude/longitude pair the browser gave; anything else is no location (the finder cannot fix hidden fields). */
-function pointOf(lat: string, lon: string): LatLon | null {
-  if (!/^-?\d{1,3}(\.\d{1,20})?$/.test(lat) || !/^-?\d{1,3}(\.\d{1,20})?$/.test(lon)) return null;
-  const point = { lat: Number(lat), lon: Number(lon) };
-  return Math.abs(point.lat) <= 90 && Math.abs(point.lon) <= 180 ? point : null;
-}
 
 /**
  * Reads the "I have seen this animal" form into the API's own sighting body,

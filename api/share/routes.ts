@@ -8,14 +8,12 @@ import { clientAddressKey } from "../../lib/client-address.js";
 import { withTransaction, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { recordEvent } from "../../lib/outbox.js";
-import { readFoundReportPartner } from "../../lib/partners.js";
 import { ProblemError, ProblemSlug, problems } from "../../lib/problems.js";
 import type { ReportKind } from "../../lib/report-lifecycle.js";
 import type { ObjectStorage } from "../../lib/storage/index.js";
 import type { AppDeps } from "../deps.js";
-import { prefersHtml } from "../negotiate.js";
 import { pageHeaders as sharedPageHeaders } from "../pages/html.js";
-import { sendProblem, toProblem } from "../plugins/errors.js";
+import { setPageErrorHandler } from "../pages/error-handler.js";
 import { lockVisibleLostReport } from "../safety/access.js";
 import { sendContactMessage } from "../safety/contact-messages/send.js";
 import { shareLinks } from "../safety/reports/links.js";
@@ -28,14 +26,9 @@ import { flyerSizeOf, renderFlyer } from "./flyer.js";
 import { readSightingForm } from "./form.js";
 import { emptyForms, notice, sharePage, type ShareForms } from "./render.js";
 import { findByShortCode, findShareReport, type ShareReportRow } from "./store.js";
-import { shareViewOf, type AtPartner } from "./view.js";
+import { shareViewOf } from "./view.js";
 
 export interface ShareRoutesOptions extends AppDeps {
-  /**
-   * The shelter partner holding a found animal, for the page's "At <name>";
-   * by default lib/partners.ts's readFoundReportPartner.
-   */
-  partnerOf?: (client: Queryable, kind: ReportKind, reportId: string) => Promise<AtPartner | null>;
   /** Bytes of rendered flyers and cards kept by ETag (RenderCache). */
   renderCacheBytes?: number;
 }
@@ -110,8 +103,6 @@ const PageQuery = z.object({ lang: z.unknown().optional(), size: z.unknown().opt
  */
 export const shareRoutes: FastifyPluginAsync<ShareRoutesOptions> = async (plain, options) => {
   const { pool, config, storage } = options;
-  // An in-custody found report's page says "At <partner>" with the partner's public contact (lib/partners.ts).
-  const partnerOf = options.partnerOf ?? ((client: Queryable, kind: ReportKind, id: string) => (kind === "found" ? readFoundReportPartner(client, id) : Promise.resolve(null)));
   const cache = new RenderCache(options.renderCacheBytes ?? DEFAULT_RENDER_CACHE_BYTES);
   const base = config.PUBLIC_BASE_URL;
   const app = plain.withTypeProvider<ZodTypeProvider>();
@@ -124,11 +115,7 @@ export const shareRoutes: FastifyPluginAsync<ShareRoutesOptions> = async (plain,
 
   const messagesFor = (request: FastifyRequest): Messages => catalogues[languageOf(request)];
 
-  app.setErrorHandler((err, request, reply) => {
-    const problem = toProblem(err, config.API_BODY_LIMIT_BYTES);
-    if (problem.status >= 500) request.log.error({ err }, "request failed");
-    else request.log.info({ problem: problem.slug }, "request refused");
-    if (!prefersHtml(request.headers.accept)) return sendProblem(reply, config.PROBLEM_BASE_URL, problem);
+  setPageErrorHandler(app, config, (request, reply, problem) => {
     const m = messagesFor(request);
     const copy =
       problem.status === 404
@@ -140,7 +127,7 @@ export const shareRoutes: FastifyPluginAsync<ShareRoutesOptions> = async (plain,
             : problem.slug === ProblemSlug.Forbidden
               ? m.otherSite
               : m.failed;
-    return pageHeaders(reply).header("x-robots-tag", "noindex").headers(problem.headers).code(problem.status).send(notice(m, copy));
+    return pageHeaders(reply).header("x-robots-tag", "noindex").send(notice(m, copy));
   });
 
   /** The one 404 (HTML for a browser, problem+json for an API client) for unknown, malformed, quarantined and removed alike. */
@@ -167,7 +154,7 @@ export const shareRoutes: FastifyPluginAsync<ShareRoutesOptions> = async (plain,
 
   async function renderPage(reply: FastifyReply, request: FastifyRequest, kind: ReportKind, row: ShareReportRow, forms: ShareForms, status: number) {
     const lang = languageOf(request);
-    const view = shareViewOf(kind, row, kind === "found" ? await partnerOf(pool, kind, row.id) : null);
+    const view = shareViewOf(kind, row);
     return pageHeaders(reply).code(status).send(sharePage(catalogues[lang], view, urlsOf(kind, row, lang), forms));
   }
 

@@ -1,5 +1,6 @@
 import type { Species } from "../../lib/animals.js";
 import type { Queryable } from "../../lib/db.js";
+import { foundReportPartnerSql, type FoundReportPartner } from "../../lib/partners.js";
 import { reportTable, type ReportKind } from "../../lib/report-lifecycle.js";
 import { moderationTarget } from "../safety/reports/store.js";
 import { coarseColumns, moderationStateOf } from "../safety/sql.js";
@@ -26,6 +27,8 @@ export interface ShareReportRow {
   moderationState: "quarantined" | "removed" | null;
   /** The ready photos public reads may show (a moderated one left out), oldest first. */
   photos: { id: string; displayKey: string; width: number | null; height: number | null }[];
+  /** The shelter partner holding a found animal (its public contact), else null. */
+  partner: FoundReportPartner | null;
 }
 
 const happenedColumn: Record<ReportKind, string> = { lost: "r.last_seen_at", found: "r.found_at" };
@@ -49,7 +52,8 @@ export async function findShareReport(client: Queryable, kind: ReportKind, id: s
                    from photo p
                    where p.${kind}_report_id = r.id and p.status = 'ready' and p.display_key is not null
                      and not exists (select from moderation_content_state m where m.target_type = 'photo' and m.target_id = p.id)),
-                  '[]'::json) as photos
+                  '[]'::json) as photos,
+         ${kind === "found" ? foundReportPartnerSql("r") : "null::jsonb"} as partner
        from ${reportTable[kind]} r where r.id = $1::uuid`,
     values: [id],
   });

@@ -1,16 +1,11 @@
 import type { Species } from "../../lib/animals.js";
 import { round, type LatLon } from "../../lib/geo.js";
+import type { FoundReportPartner } from "../../lib/partners.js";
 import type { ReportKind } from "../../lib/report-lifecycle.js";
 import type { ShareReportRow } from "./store.js";
 
-/** A shelter partner holding a found animal: its public contact, shown as "At <name>". */
-export interface AtPartner {
-  name: string;
-  phone?: string;
-  email?: string;
-  address?: string;
-  website?: string;
-}
+/** The shelter holding a found animal, as the page shows it: its name and public contact. */
+export type AtPartner = Omit<FoundReportPartner, "kind">;
 
 /** How the page treats the report: only an open one takes sightings and messages. */
 export type ShareState = "open" | "reunited" | "closed" | "expired";
@@ -49,7 +44,7 @@ export function stateOf(row: Pick<ShareReportRow, "status" | "closedReason">): S
 
 const SEXES = new Set(["male", "female", "unknown"]);
 
-export function shareViewOf(kind: ReportKind, row: ShareReportRow, atPartner: AtPartner | null = null): ShareView {
+export function shareViewOf(kind: ReportKind, row: ShareReportRow): ShareView {
   return {
     kind,
     id: row.id,
@@ -64,7 +59,7 @@ export function shareViewOf(kind: ReportKind, row: ShareReportRow, atPartner: At
     happenedAt: row.happenedAt,
     place: { lat: round(row.coarseLat, 3), lon: round(row.coarseLon, 3) },
     photoPaths: row.photos.map((photo) => `/v1/photos/${photo.id}/display`),
-    atPartner,
+    atPartner: row.partner,
   };
 }
 

@@ -23,13 +23,14 @@ export interface MessageSubmission {
   coarsePoint: LatLon | null;
 }
 
-const stringField = (body: unknown, key: string): string => {
+/** A posted form's field as a string; a missing or non-string field is "". */
+export const stringField = (body: unknown, key: string): string => {
   const value = body && typeof body === "object" ? (body as Record<string, unknown>)[key] : undefined;
   return typeof value === "string" ? value : "";
 };
 
 /** A latitude/longitude pair the browser gave; anything else is no location (the finder cannot fix hidden fields). */
-function pointOf(lat: string, lon: string): LatLon | null {
+export function pointOf(lat: string, lon: string): LatLon | null {
   if (!/^-?\d{1,3}(\.\d{1,20})?$/.test(lat) || !/^-?\d{1,3}(\.\d{1,20})?$/.test(lon)) return null;
   const point = { lat: Number(lat), lon: Number(lon) };
   return Math.abs(point.lat) <= 90 && Math.abs(point.lon) <= 180 ? point : null;

@@ -5,12 +5,11 @@ import { withTransaction, type Queryable } from "../../lib/db.js";
 import { ProblemError, ProblemSlug } from "../../lib/problems.js";
 import type { AppDeps } from "../deps.js";
 import { hashToken, TOKEN_PATTERN } from "../../lib/secret-token.js";
-import { sendProblem, toProblem } from "../plugins/errors.js";
+import { setPageErrorHandler } from "../pages/error-handler.js";
 import { sendContactMessage } from "../safety/contact-messages/send.js";
 import { TAG_ASSETS } from "./assets.js";
 import { parseFormBody, readMessageForm } from "./form.js";
 import { catalogues, negotiateLanguage, type Messages } from "./i18n/index.js";
-import { prefersHtml } from "../negotiate.js";
 import { pageHeaders as sharedPageHeaders } from "../pages/html.js";
 import { animalThumbs, type TagPhotoSource } from "./photos.js";
 import { emptyForm, notice, tagPage, type FormState, type TagView } from "./render.js";
@@ -85,11 +84,7 @@ export const tagRoutes: FastifyPluginAsync<TagRoutesOptions> = async (plain, { p
   );
 
   // A browser gets a page in its language; an API client (the test matrix, curl) the usual problem+json.
-  app.setErrorHandler((err, request, reply) => {
-    const problem = toProblem(err, config.API_BODY_LIMIT_BYTES);
-    if (problem.status >= 500) request.log.error({ err }, "request failed");
-    else request.log.info({ problem: problem.slug }, "request refused");
-    if (!prefersHtml(request.headers.accept)) return sendProblem(reply, config.PROBLEM_BASE_URL, problem);
+  setPageErrorHandler(app, config, (request, reply, problem) => {
     const m = messagesFor(request);
     const copy =
       problem.status === 404
@@ -99,7 +94,7 @@ export const tagRoutes: FastifyPluginAsync<TagRoutesOptions> = async (plain, { p
           : problem.slug === ProblemSlug.Forbidden
             ? m.otherSite
             : m.failed;
-    return pageHeaders(reply).headers(problem.headers).code(problem.status).send(notice(m, copy));
+    return pageHeaders(reply).send(notice(m, copy));
   });
 
   app.get("/t/assets/:file", { config: routeConfig, schema: { hide: true, params: AssetParams } }, (request, reply) => {

@@ -327,6 +327,7 @@ describe("what the card and the found page render", () => {
         updatedAt: new Date(),
         moderationState: null,
         photos: [],
+        partner: null,
       }),
       atPartner: { name: "Tierheim <Nord>", phone: "+49 30 1234567", website: "https://tierheim.example" },
     };
