@@ -5,6 +5,7 @@ import { healthRoutes } from "../lib/health.js";
 import { withMaskedRequests, type Logger } from "../lib/logger.js";
 import { createMetricsRegistry, registerHttpMetrics, type Registry } from "../lib/metrics.js";
 import { problems } from "../lib/problems.js";
+import { startPublicReads, type PublicReads } from "../lib/read-replica.js";
 import { adminRoutes } from "./admin/routes.js";
 import { alertSubscriptionRoutes } from "./alert-subscriptions/routes.js";
 import { animalRoutes } from "./animals/routes.js";
@@ -32,7 +33,9 @@ import type { TagPhotoSource } from "./tag/photos.js";
 import { isTagPageUrl, sendTagNotFound, tagRoutes } from "./tag/routes.js";
 
 
-export interface BuildAppOptions extends Omit<AppDeps, "storage"> {
+export interface BuildAppOptions extends Omit<AppDeps, "storage" | "reads"> {
+  /** The public reads (lib/read-replica.ts); started from config (and closed with the app) when omitted. */
+  reads?: PublicReads;
   /** Photo storage; made from config (and closed with the app) when omitted. */
   storage?: ObjectStorage;
   logger: Logger;
@@ -51,8 +54,21 @@ export interface BuildAppOptions extends Omit<AppDeps, "storage"> {
  * authentication and RequireNotSuspended, then the route's gate; only then is
  * the body parsed and the route run.
  */
-export async function buildApp({ logger, onRoute, metrics: registry, clock, tagPhotos, storage, ...rest }: BuildAppOptions): Promise<FastifyInstance> {
-  const deps: AppDeps = { ...rest, storage: storage ?? createObjectStorage(rest.config) };
+export async function buildApp({ logger, onRoute, metrics: registry, clock, tagPhotos, storage, reads, ...rest }: BuildAppOptions): Promise<FastifyInstance> {
+  const metrics = registry ?? createMetricsRegistry("api");
+  // First: a DATABASE_REPLICA_URL that is no replica refuses to start before anything else is made.
+  const publicReads =
+    reads ??
+    (await startPublicReads({
+      primary: rest.pool,
+      replicaUrl: rest.config.DATABASE_REPLICA_URL,
+      maxLagMs: rest.config.DATABASE_REPLICA_MAX_LAG_MS,
+      poolSize: rest.config.DATABASE_POOL_SIZE,
+      poolOptions: { namedStatements: rest.config.DATABASE_NAMED_STATEMENTS, sessionSettings: rest.config.DATABASE_SESSION_SETTINGS },
+      logger,
+      registry: metrics,
+    }));
+  const deps: AppDeps = { ...rest, reads: publicReads, storage: storage ?? createObjectStorage(rest.config) };
   const { config, pool } = deps;
   let limiter: IpLimiter | undefined;
   const app = Fastify({
@@ -92,13 +108,13 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, tagP
   registerRequestTimeLimit(app, config.API_REQUEST_TIMEOUT_MS);
   registerRelayWakeUps(app, deps.wakeRelay);
   if (!storage) app.addHook("onClose", () => deps.storage.close());
+  if (!reads) app.addHook("onClose", () => publicReads.close());
 
   if (onRoute) app.addHook("onRoute", onRoute);
   registerErrorHandling(app, config.PROBLEM_BASE_URL, config.API_BODY_LIMIT_BYTES, suspensionBeforeRefusal(pool));
   limiter = registerIpLimiter(app, config.PROBLEM_BASE_URL, clock);
   // Before auth: another site's form post costs no lookup.
   registerSameOriginForms(app, config.API_PUBLIC_BASE_URL);
-  const metrics = registry ?? createMetricsRegistry("api");
   // Served on API_METRICS_ADDR by its own server (buildMetricsServer, lib/health.ts), not here.
   registerHttpMetrics(app, metrics);
   // Before auth: a preflight carries no credential and is answered here.

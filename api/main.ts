@@ -1,9 +1,10 @@
 import { busClient, connectBus, ensureStream, relayWaker } from "../lib/bus.js";
 import { loadConfigOrExit, orExit } from "../lib/boot.js";
 import { loadApiConfig } from "../lib/config.js";
-import { createPool } from "../lib/db.js";
+import { checkRoleSettings, createPool } from "../lib/db.js";
 import { buildMetricsServer } from "../lib/health.js";
 import { createMetricsRegistry } from "../lib/metrics.js";
+import { startPublicReads } from "../lib/read-replica.js";
 import { installShutdown } from "../lib/shutdown.js";
 import { buildApp } from "./app.js";
 
@@ -20,10 +21,26 @@ const pool = createPool({
   max: config.DATABASE_POOL_SIZE,
   applicationName: "api",
   logger,
+  namedStatements: config.DATABASE_NAMED_STATEMENTS,
+  sessionSettings: config.DATABASE_SESSION_SETTINGS,
 });
+// Behind PgBouncer the role gives statement_timeout and jit (lib/db.ts ROLE_SETTINGS): a role without them is fatal.
+if (config.DATABASE_SESSION_SETTINGS === "role") await orExit(logger, "database role settings", () => checkRoleSettings(pool, logger));
 const metrics = createMetricsRegistry("api");
+// A DATABASE_REPLICA_URL that is not in recovery is fatal; an unreachable one is a warning (lib/read-replica.ts).
+const reads = await orExit(logger, "read replica", () =>
+  startPublicReads({
+    primary: pool,
+    replicaUrl: config.DATABASE_REPLICA_URL,
+    maxLagMs: config.DATABASE_REPLICA_MAX_LAG_MS,
+    poolSize: config.DATABASE_POOL_SIZE,
+    poolOptions: { namedStatements: config.DATABASE_NAMED_STATEMENTS, sessionSettings: config.DATABASE_SESSION_SETTINGS },
+    logger,
+    registry: metrics,
+  }),
+);
 // The API wakes the relay over the bus after each write (api/plugins/relay-wake-ups.ts).
-const app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, metrics });
+const app = await buildApp({ config, pool, reads, js: busClient(nc), wakeRelay: relayWaker(nc), logger, metrics });
 // Prometheus scrapes its own port (API_METRICS_ADDR); the public one answers 404 for /metrics.
 const metricsServer = await orExit(logger, "api: metrics listener", async () => {
   const server = await buildMetricsServer(logger, metrics);
@@ -36,5 +53,6 @@ installShutdown(logger, [
   { name: "stop intake and finish requests", run: () => app.close() },
   { name: "close metrics server", run: () => metricsServer.close() },
   { name: "drain bus", run: () => nc.drain() },
+  { name: "stop replica reads", run: () => reads.close() },
   { name: "end pool", run: () => pool.end() },
 ]);

@@ -26,21 +26,17 @@
  * only that (and the seeding); results go to
  * bench/results/alerts-fanout-<date>[-<time>].json.
  *
- * The push part (ALERTS_BENCH_PARTS=push, not in the default): the city's
- * fan-out (20,000 in range) without push, then 5,000 of its subscribers get
- * a push subscription on a local push service (tests/helpers/push-service.ts,
- * which checks each request's VAPID signature and decrypts it), and a second
- * report there fans out: its time to the last notification row beside the
- * first's, from the same run, then how fast the notifier's delivery jobs
- * drain the 5,000 pushes against that service.
+ * The push part (ALERTS_BENCH_PARTS=push, not in the default): the push
+ * drain of bench/push-drain.ts (scenario 7g of `npm run bench`) after this
+ * bench's full seeding rather than the city's alone.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { coveringSubscriptionsSql } from "../notifier/alerts/coverage.js";
 import { LOAD, morningDigest, quietWrites, seededWritesNoFanout, writesUnderFanout } from "./alerts-load.js";
 import { CITY, CLUSTERS, seed } from "./alerts-seed.js";
-import { TestPushService } from "../tests/helpers/push-service.js";
-import { BENCH_VAPID, log, machine, startBenchStack, type BenchStack } from "./stack.js";
+import { drained, pushDrain } from "./push-drain.js";
+import { log, machine, startBenchStack, type BenchStack } from "./stack.js";
 import { round, summarize } from "./stats.js";
 
 let requests = 0;
@@ -109,16 +105,6 @@ async function fanOut(stack: BenchStack, scenario: string, at: { lat: number; lo
   }
 }
 
-/** Waits (up to `maxMs`) for the notifier to deliver what is queued, so one scenario's deliveries do not load the next. */
-async function drained(stack: BenchStack, maxMs: number): Promise<number> {
-  const deadline = Date.now() + maxMs;
-  for (;;) {
-    const { rows } = await stack.pool.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'notification__deliver'`);
-    if (rows[0].n === 0 || Date.now() > deadline) return rows[0].n;
-    await sleep(250);
-  }
-}
-
 /** Lost reports at 10/s from their own actors, far from every subscriber; latency from the intended send time. */
 async function writes(stack: BenchStack, seconds: number): Promise<number[]> {
   const latencies: number[] = [];
@@ -175,84 +161,11 @@ async function loadItem(stack: BenchStack, quiet: Awaited<ReturnType<typeof quie
   return { offered: LOAD, fanoutSettings, target: "write p95 ≤ 1.2 × quiet; fan-out keeps up", p95Ratio, quiet, seededNoFanout, underFanout, digest };
 }
 
-/** Subscribers of the city given a push subscription each in the push part. */
-const PUSH_SUBSCRIBERS = 5_000;
-
-/** The push part: the city's fan-out without push, then with 5,000 push subscribers, and the pushes' drain rate. */
+/** The push part (bench/push-drain.ts), after the full seeding: the city's fan-out with and without push subscribers, and the drain. */
 async function pushPart(stack: BenchStack) {
-  const service = await TestPushService.start();
-  service.expectVapidKey(BENCH_VAPID.publicKey);
-  try {
-    log(`deliveries still queued before the push part: ${await drained(stack, 120_000)}`);
-    const withoutPush = await fanOut(stack, "city: 20k within 10 km, no push subscribers", CITY);
-    log(`deliveries still queued: ${await drained(stack, 60_000)}`);
-
-    const { rows: chosen } = await stack.pool.query<{ actorId: string }>(
-      `select actor_id as "actorId" from alert_subscription where actor_id like 'city-%' order by actor_id limit $1`,
-      [PUSH_SUBSCRIBERS],
-    );
-    const subs = chosen.map(({ actorId }) => ({ actorId, ...service.subscribe() }));
-    await stack.pool.query(
-      `insert into push_subscription (actor_id, endpoint, p256dh, auth) select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])`,
-      [subs.map((s) => s.actorId), subs.map((s) => s.endpoint), subs.map((s) => s.keys.p256dh), subs.map((s) => s.keys.auth)],
-    );
-    log(`${subs.length} push subscriptions on ${service.origin}`);
-
-    const at = { lat: CITY.lat + 0.001, lon: CITY.lon + 0.001 };
-    const withPush = await fanOut(stack, "city: 20k within 10 km, 5k with push", at);
-    const reportId = (
-      await stack.pool.query<{ id: string }>(`select report_id as id from alert_fanout order by created_at desc limit 1`)
-    ).rows[0]!.id;
-    const deadline = Date.now() + 180_000;
-    let counts: { total: number; sent: number; open: number };
-    for (;;) {
-      counts = (
-        await stack.pool.query(
-          `select count(*)::int as total, count(*) filter (where status = 'sent')::int as sent,
-             count(*) filter (where status in ('pending', 'failed'))::int as open
-           from notification where channel = 'push' and kind = 'nearby_lost' and data->>'lostReportId' = $1`,
-          [reportId],
-        )
-      ).rows[0];
-      if (counts.open === 0 || Date.now() > deadline) break;
-      await sleep(250);
-    }
-    const { rows: timing } = await stack.pool.query(
-      `select extract(epoch from max(n.sent_at) - f.finished_at) * 1000 as "afterFanoutMs",
-         extract(epoch from max(n.sent_at) - min(n.created_at)) * 1000 as "firstRowToLastSentMs",
-         extract(epoch from max(n.sent_at) - min(n.sent_at)) * 1000 as "firstToLastSentMs",
-         count(*) filter (where n.sent_at > f.finished_at)::int as "sentAfterFanout"
-       from notification n join alert_fanout f on f.report_id = $1::uuid
-       where n.channel = 'push' and n.kind = 'nearby_lost' and n.data->>'lostReportId' = $1::text group by f.finished_at`,
-      [reportId],
-    );
-    const drainMs = Number(timing[0]?.firstToLastSentMs ?? NaN);
-    const verified = service.requests.filter((r) => r.error === undefined && r.status === 201).length;
-    const push = {
-      subscribers: subs.length,
-      pushRows: counts!.total,
-      sent: counts!.sent,
-      stillOpen: counts!.open,
-      requestsVerifiedAndDecrypted: verified,
-      requestsRefused: service.requests.length - verified,
-      // TCP connections the push service accepted: far fewer than requests when the notifier reuses them (keep-alive).
-      connections: service.connections,
-      lastSentAfterFanoutMs: round(Number(timing[0]?.afterFanoutMs ?? NaN), 0),
-      firstRowToLastSentMs: round(Number(timing[0]?.firstRowToLastSentMs ?? NaN), 0),
-      firstToLastSentMs: round(drainMs, 0),
-      // Sent pushes over the time from the first sent to the last: the delivery jobs' rate against the local service.
-      pushesPerSecond: round(counts!.sent / (drainMs / 1000), 0),
-      // The backlog left when the fan-out's last batch committed, over the time to send it: the drain once every
-      // push row exists (while the fan-out still writes, the rate is bounded by how fast it writes push rows).
-      sentAfterFanout: Number(timing[0]?.sentAfterFanout ?? 0),
-      afterFanoutPerSecond: round(Number(timing[0]?.sentAfterFanout ?? 0) / (Number(timing[0]?.afterFanoutMs ?? NaN) / 1000), 0),
-    };
-    log(`push: ${JSON.stringify(push)}`);
-    console.table([withoutPush, withPush]);
-    return { target: "fan-out ≤ 10 s of notification rows with 5k push subscribers; pushes drain ≥ 500/s", withoutPush, withPush, push };
-  } finally {
-    await service.close();
-  }
+  const { rows, ...result } = await pushDrain(stack);
+  console.table([result.withoutPush, result.withPush]);
+  return result;
 }
 
 async function main() {

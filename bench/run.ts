@@ -25,7 +25,10 @@ import {
 } from "./baselines.js";
 import { jobsSummaryScenario } from "./jobs-summary.js";
 import { partnersScenario } from "./partners.js";
+import { partitionsScenario } from "./partitions.js";
 import { photoScenario } from "./photos.js";
+import { pushDrainScenario } from "./push-drain.js";
+import { replicaReadsScenario } from "./replica-reads.js";
 import { shareScenario } from "./share.js";
 import { log, machine, startBenchStack } from "./stack.js";
 import { load, runId } from "./load.js";
@@ -332,6 +335,25 @@ log("scenario 7d: in-custody creates beside finders' found reports, and a shelte
 const partners = await partnersScenario(stack, { quick });
 for (const [scenario, figure, baseline, target, note] of partners.rows) row(scenario, figure, baseline, "—", target, note);
 results.partners = partners.results;
+
+// 7e. The alerts search on a streaming replica ----------------------------------
+log("scenario 7e: alerts on a streaming replica against the primary (a private pair of clusters)");
+const replicaReads = await replicaReadsScenario(stack, { quick });
+for (const [scenario, figure, baseline, target, note] of replicaReads.rows) row(scenario, figure, baseline, "—", target, note);
+results.replicaReads = replicaReads.results;
+
+// 7f. Time partitions of the outbox ----------------------------------------------
+log("scenario 7f: the outbox partitioned by day against unpartitioned (prune by drop and by delete, claim, creates)");
+const partitions = await partitionsScenario({ quick });
+for (const [scenario, figure, baseline, target, note] of partitions.rows) row(scenario, figure, baseline, "—", target, note);
+results.partitions = partitions.results;
+
+// 7g. Push drain -------------------------------------------------------------------
+// Last before the limiter: it seeds the city's 20,000 alert subscriptions, so any later lost report would fan out.
+log("scenario 7g: an alert fan-out to 20,000 with 5,000 push subscribers, and its pushes' drain");
+const pushDrained = await pushDrainScenario(stack, { quick });
+for (const [scenario, figure, baseline, target, note] of pushDrained.rows) row(scenario, figure, baseline, "—", target, note);
+results.pushDrain = pushDrained.results;
 
 // 8. Limiter ----------------------------------------------------------------
 log("scenario 8: limiter burst and flood");

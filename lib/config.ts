@@ -436,6 +436,37 @@ const apiSettings = defineProcess({
         "How long GET /v1/admin/jobs/summary keeps its counts and shares them among requests (answered while recounted up to 5 times as long); " +
           "a retry or fail drops them. 0 counts on every request.",
       ),
+    DATABASE_REPLICA_URL: optionalSetting(z.string().trim().min(1)).describe(
+      "A streaming replica of `DATABASE_URL` (hot standby) for the public reads: the alerts search, the public report views, share " +
+        "pages, flyers, sightings lists and photo variants. Unset: every read goes to `DATABASE_URL`. A server that is not in recovery " +
+        "(the primary itself) is refused at start.",
+    ),
+    DATABASE_REPLICA_MAX_LAG_MS: z.coerce
+      .number()
+      .int()
+      .min(1_500)
+      .max(600_000)
+      .default(2_000)
+      .describe(
+        "Past this lag (the age of the primary's heartbeat row as read on the replica, checked every 500 ms) the public reads go back " +
+          "to `DATABASE_URL` until the replica catches up. The heartbeat is written every second, so the age includes up to 1 s of its period (hence at least 1,500).",
+      ),
+    DATABASE_NAMED_STATEMENTS: z
+      .enum(["true", "false", "1", "0"])
+      .default("true")
+      .transform((v) => v === "true" || v === "1")
+      .meta({ valueType: "boolean: `true` or `1`, `false` or `0`" })
+      .describe(
+        "Hot-path queries as named (prepared) statements, planned once per connection. `false` behind PgBouncer 1.18 in transaction " +
+          "pooling, which keeps no prepared statements across transactions: each query is then parsed as an unnamed statement.",
+      ),
+    DATABASE_SESSION_SETTINGS: z
+      .enum(["startup", "role"])
+      .default("startup")
+      .describe(
+        "Where the API's connections get `statement_timeout` (10 s) and `jit=off`: `startup` sends them as startup parameters; " +
+          "`role` sends none (PgBouncer refuses them) and relies on `alter role … set`, which the API checks at start.",
+      ),
     REPORT_TTL_DAYS: reportTtlDays.describe("Days an open report lives after its creation or last renewal."),
     ALERT_UNSUBSCRIBE_SECRET: alertUnsubscribeSecret,
     EMAIL_VERIFICATION: z
@@ -520,7 +551,9 @@ const relaySettings = defineProcess({
       .min(1)
       .max(3650)
       .default(7)
-      .describe("Days published outbox rows are kept before the maintenance job deletes them."),
+      .describe(
+        "Days outbox rows are kept, counted from when they occurred: the maintenance job then drops their day's partition, only once every row in it is published.",
+      ),
     // The relay runs the report lifetime job, which dates reports from before lifetimes existed.
     REPORT_TTL_DAYS: reportTtlDays.describe(
       "Days an open report lives after its creation or last renewal (the relay runs the report lifetime job).",

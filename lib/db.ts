@@ -30,6 +30,78 @@ export interface PoolOptions {
   logger: Logger;
   /** Connection settings (`-c name=value`) besides jit=off, e.g. notifier/consumer.ts CONSUMER_SESSION_SETTINGS. */
   settings?: Readonly<Record<string, string>>;
+  /**
+   * DATABASE_NAMED_STATEMENTS. False drops every query's `name`, so each runs
+   * as an unnamed statement: PgBouncer 1.18 in transaction pooling hands a
+   * client a different server connection per transaction, where the named
+   * statement was never prepared.
+   */
+  namedStatements?: boolean;
+  /**
+   * DATABASE_SESSION_SETTINGS. "startup" sends statement_timeout, jit=off and
+   * `settings` as startup parameters; "role" sends none, since PgBouncer refuses
+   * unknown startup parameters: the role's defaults (ROLE_SETTINGS) give them,
+   * which checkRoleSettings verifies.
+   */
+  sessionSettings?: SessionSettingsSource;
+}
+
+export type SessionSettingsSource = "startup" | "role";
+
+/** The API's statement_timeout: a request waits no longer for one statement. */
+export const STATEMENT_TIMEOUT_MS = 10_000;
+
+/**
+ * What the startup parameters set, as role defaults for a pooler's server
+ * connections: `alter role <api role> set statement_timeout = '10s'` and
+ * `set jit = off` (docs/operations.md). A server connection reads them at
+ * login, so they cost no round trip, and cover single statements as well as
+ * transactions, which `set local` in each transaction would not.
+ */
+export const ROLE_SETTINGS: Readonly<Record<string, string>> = { statement_timeout: `${STATEMENT_TIMEOUT_MS / 1000}s`, jit: "off" };
+
+/** The statements that give `role` (in `database` only, when named) ROLE_SETTINGS. */
+export function roleSettingsStatements(role: string, database?: string): string[] {
+  const target = `${pg.escapeIdentifier(role)}${database === undefined ? "" : ` in database ${pg.escapeIdentifier(database)}`}`;
+  return Object.entries(ROLE_SETTINGS).map(([name, value]) => `alter role ${target} set ${name} = ${pg.escapeLiteral(value)}`);
+}
+
+/** The role's settings behind a pooler differ from ROLE_SETTINGS: refused at start. */
+export class RoleSettingsError extends Error {
+  constructor(role: string, differences: string[]) {
+    super(
+      `DATABASE_SESSION_SETTINGS=role: the role ${role} has ${differences.join(", ")}; ` +
+        `behind PgBouncer these come from the role's defaults: ${roleSettingsStatements(role).join("; ")}`,
+    );
+    this.name = "RoleSettingsError";
+  }
+}
+
+/**
+ * For DATABASE_SESSION_SETTINGS=role: one statement through the pool, which
+ * throws RoleSettingsError unless its connection has ROLE_SETTINGS. Every
+ * server connection of a PgBouncer pool logs in as the same role to the same
+ * database, so one stands for all. A database that cannot be reached is
+ * logged, not thrown: the API starts without Postgres, as it does with
+ * startup parameters.
+ */
+export async function checkRoleSettings(pool: Pool, logger: Logger): Promise<void> {
+  let rows: { role: string; statement_timeout: string; jit: string }[];
+  try {
+    ({ rows } = await pool.query(
+      `select current_user as role, current_setting('statement_timeout') as statement_timeout, current_setting('jit') as jit`,
+    ));
+  } catch (err) {
+    if (!isDatabaseUnavailable(err)) throw err;
+    logger.warn({ err: { message: (err as Error).message } }, "db: role settings not checked: the database is unreachable");
+    return;
+  }
+  const row = rows[0]!;
+  const expected = { statement_timeout: ROLE_SETTINGS.statement_timeout!, jit: ROLE_SETTINGS.jit! };
+  const differences = (["statement_timeout", "jit"] as const)
+    .filter((name) => row[name] !== expected[name])
+    .map((name) => `${name}=${row[name]} (not ${expected[name]})`);
+  if (differences.length > 0) throw new RoleSettingsError(row.role, differences);
 }
 
 /**
@@ -45,17 +117,25 @@ export function connectionOptions(settings: Readonly<Record<string, string>> = {
     .join(" ");
 }
 
-export function createPool({ connectionString, max = 10, applicationName, logger, settings = {} }: PoolOptions): Pool {
+export function createPool({
+  connectionString,
+  max = 10,
+  applicationName,
+  logger,
+  settings = {},
+  namedStatements = true,
+  sessionSettings = "startup",
+}: PoolOptions): Pool {
   const pool = new pg.Pool({
     connectionString,
     max,
+    // PgBouncer passes application_name on (it tracks it per client), so it stays a startup parameter either way.
     application_name: applicationName,
     // A request must fail fast while Postgres is down, not queue for ever.
     connectionTimeoutMillis: 2_000,
     idleTimeoutMillis: 30_000,
-    statement_timeout: 10_000,
     keepAlive: true,
-    options: connectionOptions(settings),
+    ...(sessionSettings === "startup" ? { statement_timeout: STATEMENT_TIMEOUT_MS, options: connectionOptions(settings) } : {}),
   });
   // An idle client losing its connection (Postgres restart) must not crash the process.
   pool.on("error", (err) => logger.warn({ err: { message: err.message } }, "db: idle client error"));
@@ -63,8 +143,27 @@ export function createPool({ connectionString, max = 10, applicationName, logger
   // without a listener the client's "error" event would crash the process.
   pool.on("connect", (client) => {
     client.on("error", (err) => logger.warn({ err: { message: err.message } }, "db: client error"));
+    if (!namedStatements) dropStatementNames(client);
   });
   return pool;
+}
+
+/**
+ * Makes the client send each `{ name, text, values }` without its name, in
+ * one place rather than at every call site. pg-pool emits "connect" before a
+ * new client runs its first query, pool.query's included.
+ */
+function dropStatementNames(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => query(withoutName(config), ...rest);
+}
+
+function withoutName(config: unknown): unknown {
+  if (typeof config !== "object" || config === null || !("name" in config)) return config;
+  // A Submittable (pg.Query, a cursor) keeps its own state: passed on as it is.
+  if (typeof (config as { submit?: unknown }).submit === "function") return config;
+  const { name: _name, ...unnamed } = config as pg.QueryConfig;
+  return unnamed;
 }
 
 /** Runs fn in one transaction on one client; commits, or rolls back and rethrows. */

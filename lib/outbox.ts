@@ -270,7 +270,12 @@ export function claimSql(limit: number, after: OutboxCursor | null): string {
   if (after && !(EXACT_TIME.test(after.cursorAt) && UUID.test(after.id))) {
     throw new Error(`not a claim cursor: ${JSON.stringify(after)}`);
   }
-  const past = after ? `and (occurred_at, id) > ('${after.cursorAt}'::timestamptz, '${after.id}'::uuid)` : "";
+  // The first bound is implied by the second, but the planner prunes partitions on a plain comparison of the
+  // partition key and not on a row comparison: with it, a claim past the cursor plans and scans only the days
+  // from the cursor's on (0.23 ms of planning against 0.76 ms over 7 days, `explain (analyze, summary)`).
+  const past = after
+    ? `and occurred_at >= '${after.cursorAt}'::timestamptz and (occurred_at, id) > ('${after.cursorAt}'::timestamptz, '${after.id}'::uuid)`
+    : "";
   return `select id, type, ${envelopeSql} as envelope, ${exactTime("occurred_at")} as "cursorAt"
      from outbox_event
      where published_at is null ${past}
@@ -291,13 +296,34 @@ export function claimSql(limit: number, after: OutboxCursor | null): string {
  * batch of 100 with 27,000 rows left against 5.6 ms by primary key, and the
  * drain fell from about 4,500 to 560 events/s, just when it had most to do.
  */
-export async function markPublishedAndCommit(client: Queryable, ids: string[]): Promise<void> {
+export async function markPublishedAndCommit(client: Queryable, ids: string[], within?: ClaimedSpan): Promise<void> {
   for (const id of ids) if (!UUID.test(id)) throw new Error(`not an outbox id: ${JSON.stringify(id)}`);
-  await client.query(ids.length === 0 ? "commit" : `${markPublishedSql(ids)}; commit`);
+  if (within && !(EXACT_TIME.test(within.from) && EXACT_TIME.test(within.to))) {
+    throw new Error(`not a claimed span: ${JSON.stringify(within)}`);
+  }
+  await client.query(ids.length === 0 ? "commit" : `${markPublishedSql(ids, within)}; commit`);
 }
 
-/** The relay's mark, exported for the plan test; `ids` must be checked uuids. */
-export const markPublishedSql = (ids: string[]) => `update outbox_event set published_at = now() where id = any('{${ids.join(",")}}'::uuid[])`;
+/**
+ * The occurred_at of a claimed batch's first and last rows (exact
+ * microsecond text, the claim's cursorAt). Given to the mark, it bounds the
+ * update to the days the batch lies in: the outbox is partitioned by day
+ * (migration 000022), and the planner then prunes every other day's
+ * partition instead of probing each day's key index for each id.
+ */
+export interface ClaimedSpan {
+  from: string;
+  to: string;
+}
+
+/** The claimed span of rows in (occurred_at, id) order, as the claim returns them. */
+export const claimedSpan = (rows: OutboxCursor[]): ClaimedSpan | undefined =>
+  rows.length === 0 ? undefined : { from: rows[0]!.cursorAt, to: rows.at(-1)!.cursorAt };
+
+/** The relay's mark, exported for the plan test; `ids` must be checked uuids, `within` checked times. */
+export const markPublishedSql = (ids: string[], within?: ClaimedSpan) =>
+  `update outbox_event set published_at = now() where id = any('{${ids.join(",")}}'::uuid[])` +
+  (within ? ` and occurred_at between '${within.from}'::timestamptz and '${within.to}'::timestamptz` : "");
 
 export async function markPublished(client: Queryable, ids: string[]): Promise<void> {
   if (ids.length === 0) return;

@@ -180,6 +180,7 @@ export async function recordEvents(pool: Pool, handled: HandledEvent[]): Promise
         channelsFor(draft.kind, preferences.get(draft.recipientActorId)).map((channel) => ({
           ...draft,
           sourceEventId: event.id,
+          sourceOccurredAt: event.occurredAt,
           eventType: event.type as EventType,
           channel,
         })),

@@ -51,11 +51,21 @@ export function channelsFor(kind: NotificationKind, preference: EmailPreference 
 
 export interface NewNotification extends NotificationDraft {
   sourceEventId: string;
+  /**
+   * The source event's occurredAt as its envelope carries it (to the
+   * millisecond): notifications are partitioned on it, and it is part of the
+   * key that keeps one row per (source event, recipient, channel), so every
+   * copy of an event must give the same value (migration 000022). A source
+   * that is no event gives a time fixed with its id (a digest's day). Left
+   * out, the inserting transaction's start is used: only for a row that no
+   * redelivery can repeat.
+   */
+  sourceOccurredAt?: string | Date;
   eventType: EventType;
   channel: Channel;
 }
 
-/** A batch of notifications as nine column arrays, the parameters $1–$9 of notificationsUnnest. */
+/** A batch of notifications as ten column arrays, the parameters $1–$10 of notificationsUnnest. */
 export const notificationArrays = (batch: NewNotification[]): unknown[] => [
   batch.map((n) => n.recipientActorId),
   batch.map((n) => n.channel),
@@ -66,10 +76,11 @@ export const notificationArrays = (batch: NewNotification[]): unknown[] => [
   batch.map((n) => n.subject),
   batch.map((n) => n.body),
   batch.map((n) => JSON.stringify(n.data)),
+  batch.map((n) => (n.sourceOccurredAt instanceof Date ? n.sourceOccurredAt.toISOString() : (n.sourceOccurredAt ?? null))),
 ];
 
-/** The rows of notificationArrays: recipient, channel, source event, source key, event type, kind, subject, body, data. */
-export const notificationsUnnest = `unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[])`;
+/** The rows of notificationArrays: recipient, channel, source event, source key, event type, kind, subject, body, data, source time. */
+export const notificationsUnnest = `unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::timestamptz[])`;
 
 /** The channel whose rows are written sent (newRowStatus). */
 const IN_APP: Channel = "in_app";
@@ -96,9 +107,9 @@ export const newRowStatus = (c: string) => {
 
 /**
  * Inserts the notifications that do not exist yet, in one statement, in_app
- * ones written sent (newRowStatus); the unique (source event, recipient,
- * channel) leaves out the ones a redelivery or a second notifier already
- * wrote. Returns the new rows; needingDelivery picks the ones a delivery job
+ * ones written sent (newRowStatus); the unique (source event, its time,
+ * recipient, channel) leaves out the ones a redelivery or a second notifier
+ * already wrote. Returns the new rows; needingDelivery picks the ones a delivery job
  * still has to send.
  */
 export async function insertNotifications(
@@ -108,10 +119,10 @@ export async function insertNotifications(
   if (batch.length === 0) return [];
   const { rows } = await client.query<{ id: string; sourceEventId: string; status: NotificationStatus }>(
     `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
-                               status, attempts, round_attempts, sent_at)
-     select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d, ${newRowStatus("u.c")}
-     from ${notificationsUnnest} as u(r, c, e, k, t, kind, s, b, d)
-     on conflict (source_event_id, recipient_actor_id, channel) do nothing
+                               source_occurred_at, status, attempts, round_attempts, sent_at)
+     select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d, coalesce(u.o, now()), ${newRowStatus("u.c")}
+     from ${notificationsUnnest} as u(r, c, e, k, t, kind, s, b, d, o)
+     on conflict (source_event_id, source_occurred_at, recipient_actor_id, channel) do nothing
      returning id, source_event_id as "sourceEventId", status`,
     notificationArrays(batch),
   );
@@ -149,18 +160,47 @@ export interface DeliverableNotification {
   email: string | null;
   /** A confirmation email's token, made for this delivery and stored only hashed: the email deliverer puts its link in the body. */
   confirmationToken?: string;
+  /** A push notification's recipient's subscriptions, oldest first, read with the row (loadForDelivery). */
+  pushSubscriptions?: PushSubscriptionRow[];
 }
 
+export interface PushSubscriptionRow {
+  id: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
+
+/**
+ * The row to deliver, read under the delivery lock (lib/notifications.ts
+ * tryLockDelivery, taken in a statement of its own first: this read's snapshot
+ * must start after the lock is held, so a delivery that finished just before is
+ * seen as sent), with its recipient's address and, for a push, their
+ * subscriptions: one round trip instead of two (`npm run bench`, the push
+ * drain's statements per push; docs/decisions/0080).
+ */
 export async function loadForDelivery(client: Queryable, id: string): Promise<DeliverableNotification | null> {
-  const { rows } = await client.query<DeliverableNotification>(
-    `select n.id, n.recipient_actor_id as "recipientActorId", n.channel, n.status, n.attempts,
-       n.round_attempts as "roundAttempts", n.kind, n.subject, n.body, n.data, n.source_event_id as "sourceEventId", p.email
+  const { rows } = await client.query<DeliverableNotification & { pushSubscriptions: PushSubscriptionRow[] | null }>({
+    // Named: parsed and planned once per connection; every delivery runs it.
+    name: "notifier-load-for-delivery",
+    // The address is a subquery, not a join: with a join the planner hash-joined the whole preference table
+    // whenever it expected more than a row or two for the id (a new partition without statistics).
+    text: `select n.id, n.recipient_actor_id as "recipientActorId", n.channel, n.status, n.attempts,
+       n.round_attempts as "roundAttempts", n.kind, n.subject, n.body, n.data, n.source_event_id as "sourceEventId",
+       (select p.email from notification_preference p where p.actor_id = n.recipient_actor_id) as email,
+       case when n.channel = 'push' then
+         (select coalesce(json_agg(json_build_object('id', s.id, 'endpoint', s.endpoint, 'p256dh', s.p256dh, 'auth', s.auth)
+             order by s.created_at), '[]')
+          from push_subscription s where s.actor_id = n.recipient_actor_id)
+       end as "pushSubscriptions"
      from notification n
-     left join notification_preference p on p.actor_id = n.recipient_actor_id
      where n.id = $1::uuid`,
-    [id],
-  );
-  return rows[0] ?? null;
+    values: [id],
+  });
+  const row = rows[0];
+  if (!row) return null;
+  if (row.pushSubscriptions === null) delete (row as DeliverableNotification).pushSubscriptions;
+  return row as DeliverableNotification;
 }
 
 /**
@@ -192,8 +232,10 @@ export async function recordAttempt(
   status: Exclude<NotificationStatus, "pending">,
   lastError: string | null,
 ): Promise<void> {
-  await client.query(
-    `update notification
+  await client.query({
+    // Named: parsed and planned once per connection; every delivery runs it.
+    name: "notifier-record-attempt",
+    text: `update notification
      set attempts = attempts + 1,
        round_attempts = round_attempts + 1,
        status = $2::text,
@@ -201,8 +243,8 @@ export async function recordAttempt(
        sent_at = case when $2::text = 'sent' then now() else sent_at end,
        updated_at = now()
      where id = $1::uuid`,
-    [id, status, lastError],
-  );
+    values: [id, status, lastError],
+  });
 }
 
 /**

@@ -30,7 +30,7 @@ const pool = createPool({
 });
 const metrics = createMetricsRegistry("relay");
 const relay = new OutboxRelay({
-  metrics: createRelayMetrics(metrics, pool),
+  metrics: createRelayMetrics(metrics, pool, config.OUTBOX_RETENTION_DAYS),
   pool,
   js: busClient(nc),
   logger,

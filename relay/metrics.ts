@@ -1,5 +1,6 @@
 import type { Queryable } from "../lib/db.js";
 import { Counter, Histogram, registerSourcedGauge, registerWorkerJobMetrics, type Registry } from "../lib/metrics.js";
+import { readPartitionHealth, type PartitionHealth } from "./maintenance.js";
 
 export interface RelayMetrics {
   publishSeconds: Histogram;
@@ -32,8 +33,9 @@ function outboxStateReader(db: Queryable): () => Promise<{ n: number; age: numbe
  * last values while Postgres is unreachable; see registerSourcedGauge);
  * publish figures are counted as they happen.
  */
-export function createRelayMetrics(registry: Registry, db: Queryable): RelayMetrics {
+export function createRelayMetrics(registry: Registry, db: Queryable, outboxRetentionDays = 7): RelayMetrics {
   const outboxState = outboxStateReader(db);
+  registerPartitionGauges(registry, db, outboxRetentionDays);
   registerSourcedGauge(registry, {
     name: "outbox_backlog",
     help: "Unpublished outbox rows",
@@ -61,4 +63,32 @@ export function createRelayMetrics(registry: Registry, db: Queryable): RelayMetr
       registers: [registry],
     }),
   };
+}
+
+/**
+ * The time partitions' health (relay/maintenance.ts), read at scrape time
+ * from Postgres, so every relay exports it whichever ran the hourly job: an
+ * outbox day past the retention that is still there (stuck on an unpublished
+ * row, or the job is not running), and rows in a default partition (a
+ * partition was missing at insert time; the next run splits them out).
+ */
+function registerPartitionGauges(registry: Registry, db: Queryable, retentionDays: number): void {
+  let inFlight: Promise<PartitionHealth> | undefined;
+  const health = () =>
+    (inFlight ??= readPartitionHealth(db, retentionDays).finally(() => {
+      inFlight = undefined;
+    }));
+  registerSourcedGauge(registry, {
+    name: "outbox_partitions_past_retention",
+    help: "Outbox day partitions older than OUTBOX_RETENTION_DAYS still present: held by an unpublished row, or maintenance is not running",
+    source: "postgres",
+    read: async () => [{ value: (await health()).outboxDaysPastRetention }],
+  });
+  registerSourcedGauge(registry, {
+    name: "partition_default_rows",
+    help: "Rows in a partitioned table's default partition (counted up to 100,000); the next maintenance run moves them into partitions of their own",
+    labelNames: ["table"],
+    source: "postgres",
+    read: async () => Object.entries((await health()).defaultRows).map(([table, value]) => ({ labels: { table }, value })),
+  });
 }

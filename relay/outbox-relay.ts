@@ -1,7 +1,7 @@
 import { publishOutboxRow, type JetStreamClient } from "../lib/bus.js";
 import { withOwnTransaction, type Pool } from "../lib/db.js";
 import type { Logger } from "../lib/logger.js";
-import { beginAndClaimUnpublishedBatch, markPublishedAndCommit, type OutboxCursor } from "../lib/outbox.js";
+import { beginAndClaimUnpublishedBatch, claimedSpan, markPublishedAndCommit, type OutboxCursor } from "../lib/outbox.js";
 import type { RelayMetrics } from "./metrics.js";
 
 /**
@@ -156,7 +156,7 @@ export class OutboxRelay {
       const failed = rows.length - publishedIds.length;
       metrics?.published.inc(publishedIds.length);
       if (failed > 0) metrics?.publishFailures.inc(failed);
-      await markPublishedAndCommit(client, publishedIds);
+      await markPublishedAndCommit(client, publishedIds, claimedSpan(rows));
       if (failed > 0) {
         logger.warn(
           { claimed: rows.length, published: publishedIds.length, failed, err: { message: (firstError as Error)?.message } },

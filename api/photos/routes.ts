@@ -52,7 +52,7 @@ const cap = `${MAX_UPLOAD_BYTES} bytes (10 MiB)`;
 const BUSY_RETRY_AFTER_SECONDS = 5;
 
 /** Upload, status, delete and serving of photos (contract part 2, "Photos"). */
-export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }> = async (app, { pool, storage, config, metrics }) => {
+export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }> = async (app, { pool, reads, storage, config, metrics }) => {
   // Here only: multipart/form-data is accepted by the upload routes and stays 415 everywhere else.
   await app.register(multipart, { limits: { fileSize: MAX_UPLOAD_BYTES, files: 1 } });
   // Shared by the three upload routes: the memory bound is per process.
@@ -218,5 +218,5 @@ export const photoRoutes: FastifyPluginAsyncZod<AppDeps & { metrics: Registry }>
     },
   );
 
-  servePhotoRoute(app, { pool, storage, variants: new VariantCache(storage, config.API_PHOTO_CACHE_BYTES) });
+  servePhotoRoute(app, { reads, storage, variants: new VariantCache(storage, config.API_PHOTO_CACHE_BYTES) });
 };

@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { Pool } from "../../lib/db.js";
+import type { PublicReads } from "../../lib/read-replica.js";
 import { problems } from "../../lib/problems.js";
 import { VARIANTS_PREFIX, type ObjectStorage } from "../../lib/storage/index.js";
 import { isAdmin } from "../plugins/auth.js";
@@ -42,7 +42,7 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
  */
 export function servePhotoRoute(
   parent: FastifyInstance,
-  { pool, storage, variants }: { pool: Pool; storage: ObjectStorage; variants: VariantCache },
+  { reads, storage, variants }: { reads: PublicReads; storage: ObjectStorage; variants: VariantCache },
 ): void {
   const app = parent.withTypeProvider<ZodTypeProvider>();
   app.get(
@@ -69,7 +69,8 @@ export function servePhotoRoute(
     },
     async (request, reply) => {
       const { photoId, variant } = request.params;
-      const photo = await getPhoto(pool, photoId);
+      // The public reads; a photo not (yet) ready on the replica is asked again on the primary: it may have just been processed.
+      const photo = await reads.lookup((db) => getPhoto(db, photoId), (p) => p?.status === "ready");
       const key = variant === "thumb" ? photo?.thumbKey : photo?.displayKey;
       if (!photo || photo.status !== "ready" || !key) throw problems.notFound("photo");
       const visible = photo.moderationState === null && photo.parentPublic;

@@ -102,7 +102,7 @@ const PageQuery = z.object({ lang: z.unknown().optional(), size: z.unknown().opt
  * catalogue, assets and message form they use.
  */
 export const shareRoutes: FastifyPluginAsync<ShareRoutesOptions> = async (plain, options) => {
-  const { pool, config, storage } = options;
+  const { pool, reads, config, storage } = options;
   const cache = new RenderCache(options.renderCacheBytes ?? DEFAULT_RENDER_CACHE_BYTES);
   const base = config.PUBLIC_BASE_URL;
   const app = plain.withTypeProvider<ZodTypeProvider>();
@@ -143,6 +143,14 @@ export const shareRoutes: FastifyPluginAsync<ShareRoutesOptions> = async (plain,
     return row;
   }
 
+  /** visibleReport for the GET pages, cards, flyers: on the public reads, a miss asked again on the primary. */
+  async function publicReport(kind: ReportKind, id: string): Promise<ShareReportRow> {
+    if (!UUID.test(id)) return notFound();
+    const row = await reads.lookup((db) => findShareReport(db, kind, id));
+    if (!row || row.moderationState) return notFound();
+    return row;
+  }
+
   const urlsOf = (kind: ReportKind, row: ShareReportRow, lang: Language) => {
     const links = shareLinks(base, kind, { id: row.id, shortCode: row.shortCode });
     const first = row.photos[0];
@@ -177,12 +185,12 @@ export const shareRoutes: FastifyPluginAsync<ShareRoutesOptions> = async (plain,
 
   for (const kind of ["lost", "found"] as const) {
     app.get(`/${kind}/:id`, { config: routeConfig, schema: { hide: true, params: ReportParams, querystring: PageQuery } }, async (request, reply) => {
-      const row = await visibleReport(pool, kind, request.params.id);
+      const row = await publicReport(kind, request.params.id);
       return renderPage(reply, request, kind, row, emptyForms(), 200);
     });
 
     app.get(`/${kind}/:id/card.png`, { config: routeConfig, schema: { hide: true, params: ReportParams, querystring: PageQuery } }, async (request, reply) => {
-      const row = await visibleReport(pool, kind, request.params.id);
+      const row = await publicReport(kind, request.params.id);
       const lang = languageOf(request);
       const etag = etagOf("card", kind, row, lang);
       reply.header("etag", etag).header("cache-control", "public, max-age=300").header("vary", "Accept-Language");
@@ -193,7 +201,7 @@ export const shareRoutes: FastifyPluginAsync<ShareRoutesOptions> = async (plain,
     });
 
     app.get(`/${kind}/:id/flyer.pdf`, { config: routeConfig, schema: { hide: true, params: ReportParams, querystring: PageQuery } }, async (request, reply) => {
-      const row = await visibleReport(pool, kind, request.params.id);
+      const row = await publicReport(kind, request.params.id);
       if (row.status !== "open") throw problems.gone(`this ${kind} report is ${row.closedReason === "expired" ? "no longer active" : row.status}; its flyer is withdrawn`);
       const lang = languageOf(request);
       const size = flyerSizeOf((request.query as { size?: unknown }).size);
@@ -280,7 +288,7 @@ export const shareRoutes: FastifyPluginAsync<ShareRoutesOptions> = async (plain,
   // A printed short link: 301 to the report's page (a code names one report for good). The page applies moderation.
   app.get("/s/:code", { config: routeConfig, schema: { hide: true, params: CodeParams } }, async (request, reply) => {
     const code = request.params.code.toLowerCase();
-    const target = SHORT_CODE.test(code) ? await findByShortCode(pool, code) : null;
+    const target = SHORT_CODE.test(code) ? await reads.lookup((db) => findByShortCode(db, code)) : null;
     if (!target) return notFound();
     return reply.code(301).header("cache-control", "public, max-age=86400").header("location", `/${target.kind}/${target.id}`).send();
   });

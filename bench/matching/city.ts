@@ -8,12 +8,15 @@
  * deciding which new suggestion tells its owner at once.
  * Figures and sources: README.md, "A city".
  *
- *   npx tsx bench/matching/city.ts [seed=1] [owners=200]
+ *   npx tsx bench/matching/city.ts [seed=1] [owners=200] [--grid]
+ *
+ * With more owners the area and the other reports grow with them, at the same density
+ * (1,000 owners: 89.4 × 89.4 km), to check a figure is not a small sample's.
  */
 import { pathToFileURL } from "node:url";
 import { coarsen } from "../../lib/geo.js";
 import {
-  alertsOwner, DEFAULT_WEIGHTS, isSuggested, type MatchSubject, type MatchWeights, matchEvidence, OWNER_ALERT_MARGIN_LOG_ODDS,
+  alertsOwner, DEFAULT_WEIGHTS, isSuggested, type MatchEvidence, type MatchSubject, type MatchWeights, matchEvidence, OWNER_ALERT_MARGIN_LOG_ODDS,
   OWNER_ALERT_MIN_SCORE, weighEvidence, withinCandidateWindow,
 } from "../../notifier/matching/score.js";
 import { finderWrites, makeAnimal, ownerWrites, randomBits } from "./animals.js";
@@ -120,6 +123,18 @@ export function generateCity({ seed, owners = 200, unclaimed = 200, otherLost = 
     add("lost", animals++, species, inside(), lastSeen, ownerWrites(rng, animal, { place: place(), template, chip: true }));
   }
   return reports.sort((a, b) => a.createdAt - b.createdAt);
+}
+
+/** Every candidate pair of the city (lost × found through the candidate window), labelled, for fitting. */
+export function cityEvidence(reports: CityReport[]): Array<{ evidence: MatchEvidence; isTrue: boolean }> {
+  const found = reports.filter((r) => r.side === "found");
+  return reports
+    .filter((r) => r.side === "lost")
+    .flatMap((lost) =>
+      found
+        .filter((f) => withinCandidateWindow(lost.subject, f.subject))
+        .map((f) => ({ evidence: matchEvidence(lost.subject, f.subject), isTrue: f.animal === lost.animal })),
+    );
 }
 
 /** How the lost report's owner is told of a new suggestion. */
@@ -266,11 +281,13 @@ export const formatCityRun = (name: string, r: CityRun) =>
   `alerts per lost report (all) ${r.alertsPerLostReport.toFixed(2)}`;
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const [seed = 1, owners = 200] = process.argv.slice(2).map(Number);
-  const reports = generateCity({ seed, owners, unclaimed: owners });
+  const [seed = 1, owners = 200] = process.argv.slice(2).filter((a) => !a.startsWith("--")).map(Number);
+  // More owners: the area and the other reports grow with them, so the density stays the same.
+  const sizeKm = Math.round(40 * Math.sqrt(owners / 200) * 10) / 10;
+  const reports = generateCity({ seed, owners, unclaimed: owners, otherLost: Math.round(owners * 1.5), sizeKm });
   const lost = reports.filter((r) => r.side === "lost");
   const found = reports.filter((r) => r.side === "found");
-  console.log(`seed ${seed}: ${lost.length} lost reports (${owners} whose animal is found), ${found.length} found reports, 40 × 40 km, 8 days`);
+  console.log(`seed ${seed}: ${lost.length} lost reports (${owners} whose animal is found), ${found.length} found reports, ${sizeKm} × ${sizeKm} km, 8 days`);
   console.log(formatCityRun(TODAY.name, runCity(reports, TODAY)));
   console.log(formatCityRun(SHIPPED.name, runCity(reports, SHIPPED)));
   if (process.argv.includes("--grid")) {

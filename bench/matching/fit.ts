@@ -3,7 +3,10 @@
  * candidate pairs of one generated set. Weights the set cannot estimate (a different or
  * near chip, a near-duplicate photo: too rare, or perfectly separating) stay as given.
  *
- *   npx tsx bench/matching/fit.ts [seed=1] [pairs=2000] [lambda=1] [heldOutSeed=2] [targetRecall=0.85]
+ *   npx tsx bench/matching/fit.ts [seed=1] [pairs=2000] [lambda=1] [heldOutSeed=2] [targetRecall=0.85] [--city]
+ *
+ * --city adds every candidate pair of the dense city of the same seed (city.ts) as a second
+ * population: the weights are fitted on both, each population with an intercept of its own.
  *
  * Prints the fitted weights as a literal for runs.ts / DEFAULT_WEIGHTS, the same with the
  * bias raised just enough to reach the target recall on the fitting seed, and how both do on
@@ -13,6 +16,7 @@ import { pathToFileURL } from "node:url";
 import {
   DEFAULT_WEIGHTS, evidenceFeatures, type MatchEvidence, type MatchWeights, WEIGHT_REASON, type WeightName,
 } from "../../notifier/matching/score.js";
+import { cityEvidence, generateCity } from "./city.js";
 import { generateDataset } from "./generate.js";
 import type { MatchingDataset } from "./generate.js";
 import { candidateEvidence, candidates, evaluate } from "./metrics.js";
@@ -35,19 +39,29 @@ function solve(a: number[][], b: number[]): number[] {
   return m.map((row, i) => row[n]! / row[i]!);
 }
 
+/**
+ * `population` (0 when absent) gives rows drawn from another population, such as the dense
+ * city, an intercept of their own: their share of true pairs (the prior) differs with density,
+ * while what each piece of evidence is worth is shared. `weight` counts a row that many times.
+ * The returned bias is population 0's; `intercepts` receives every population's.
+ */
 export function fitWeights(
-  rows: Array<{ evidence: MatchEvidence; isTrue: boolean }>,
+  rows: Array<{ evidence: MatchEvidence; isTrue: boolean; population?: number; weight?: number }>,
   lambda: number,
   start: MatchWeights = DEFAULT_WEIGHTS,
+  intercepts: number[] = [],
 ): MatchWeights {
-  const names = (Object.keys(WEIGHT_REASON) as WeightName[]).filter((n) => !FIXED_WEIGHTS.includes(n));
+  const weightNames = (Object.keys(WEIGHT_REASON) as WeightName[]).filter((n) => !FIXED_WEIGHTS.includes(n));
+  const populations = rows.reduce((m, r) => Math.max(m, r.population ?? 0), 0);
+  const names = [...weightNames, ...Array.from({ length: populations }, (_, i) => `population${i + 1}`)];
   const data = rows.map((r) => {
     const f = evidenceFeatures(r.evidence);
-    return { x: names.map((n) => f[n]), offset: FIXED_WEIGHTS.reduce((s, n) => s + start[n] * f[n], 0), y: r.isTrue ? 1 : 0 };
+    const own = Array.from({ length: populations }, (_, i) => ((r.population ?? 0) === i + 1 ? 1 : 0));
+    return { x: [...weightNames.map((n) => f[n]), ...own], offset: FIXED_WEIGHTS.reduce((s, n) => s + start[n] * f[n], 0), y: r.isTrue ? 1 : 0, weight: r.weight ?? 1 };
   });
   // Only features some pair shows can be fitted; the others keep their starting value.
   const seen = names.map((_, j) => data.some((d) => d.x[j] !== 0));
-  let w = names.map((n) => start[n]);
+  let w = names.map((n) => start[n as WeightName] ?? 0);
   for (let iter = 0; iter < 50; iter++) {
     const k = names.length;
     const h = Array.from({ length: k }, () => new Array<number>(k).fill(0));
@@ -57,12 +71,12 @@ export function fitWeights(
       const p = 1 / (1 + Math.exp(-z));
       for (let i = 0; i < k; i++) {
         if (d.x[i] === 0) continue;
-        g[i]! += (d.y - p) * d.x[i]!;
-        for (let j = 0; j < k; j++) h[i]![j]! += p * (1 - p) * d.x[i]! * d.x[j]!;
+        g[i]! += d.weight * (d.y - p) * d.x[i]!;
+        for (let j = 0; j < k; j++) h[i]![j]! += d.weight * p * (1 - p) * d.x[i]! * d.x[j]!;
       }
     }
     for (let i = 0; i < k; i++) {
-      const reg = names[i] === "bias" ? 0 : lambda;
+      const reg = names[i] === "bias" || names[i]!.startsWith("population") ? 0 : lambda;
       g[i]! -= reg * w[i]!;
       h[i]![i]! += reg + (seen[i] ? 0 : 1);
     }
@@ -71,9 +85,10 @@ export function fitWeights(
     if (Math.max(...step.map(Math.abs)) < 1e-6) break;
   }
   const fitted = { ...start };
-  names.forEach((n, i) => {
+  weightNames.forEach((n, i) => {
     fitted[n] = Math.round(w[i]! * 100) / 100;
   });
+  intercepts.splice(0, intercepts.length, fitted.bias, ...w.slice(weightNames.length).map((x) => Math.round((fitted.bias + x) * 100) / 100));
   return fitted;
 }
 
@@ -87,12 +102,21 @@ export function recallShift(data: MatchingDataset, weights: MatchWeights, target
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const [seed = 1, pairs = 2000, lambda = 1, heldOutSeed = 2, targetRecall = 0.85] = process.argv.slice(2).map(Number);
+  const withCity = process.argv.includes("--city");
+  const [seed = 1, pairs = 2000, lambda = 1, heldOutSeed = 2, targetRecall = 0.85] = process.argv.slice(2).filter((a) => !a.startsWith("--")).map(Number);
   const fitSet = generateDataset({ seed, pairs });
   const heldOut = generateDataset({ seed: heldOutSeed, pairs });
-  const rows = candidateEvidence(fitSet);
+  const rows: Parameters<typeof fitWeights>[0] = candidateEvidence(fitSet);
   console.log(`${rows.length} candidate pairs, ${rows.filter((r) => r.isTrue).length} true; lambda ${lambda}`);
-  const weights = fitWeights(rows, lambda);
+  if (withCity) {
+    // The dense city of the same seed as a second population, with its own intercept.
+    const city = cityEvidence(generateCity({ seed }));
+    console.log(`and the city of seed ${seed}: ${city.length} candidate pairs, ${city.filter((r) => r.isTrue).length} true, intercept of its own`);
+    rows.push(...city.map((r) => ({ ...r, population: 1 })));
+  }
+  const intercepts: number[] = [];
+  const weights = fitWeights(rows, lambda, DEFAULT_WEIGHTS, intercepts);
+  if (withCity) console.log(`intercepts: scenes ${intercepts[0]}, city ${intercepts[1]}`);
   const shift = recallShift(fitSet, weights, targetRecall);
   const shifted = { ...weights, bias: Math.round((weights.bias + shift) * 100) / 100 };
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;

@@ -32,12 +32,15 @@ export async function insertNearbyNotifications(
   const { rows: inserted } = await client.query<{ id: string }>(
     `with inserted as (
        insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
-                                 status, attempts, round_attempts, sent_at)
+                                 source_occurred_at, status, attempts, round_attempts, sent_at)
        select u.r, u.c, $5::uuid, $6::text, $7::text, $8::text, ($9::text[])[u.km + 1], ($10::text[])[u.km + 1],
          ($11::jsonb[])[u.km + 1] || jsonb_build_object('alertSubscriptionId', u.s::text),
+         -- The fan-out's own time, fixed when it was recorded: every batch and replay of it gives the same
+         -- value, which the idempotency key contains (migration 000022).
+         coalesce((select f.created_at from alert_fanout f where f.event_id = $5::uuid), now()),
          ${newRowStatus("u.c")}
        from unnest($1::text[], $2::text[], $3::uuid[], $4::int[]) as u(r, c, s, km)
-       on conflict (source_event_id, recipient_actor_id, channel) do nothing
+       on conflict (source_event_id, source_occurred_at, recipient_actor_id, channel) do nothing
        returning id, status
      )
      select id from inserted where status = '${AWAITING_DELIVERY}'`,

@@ -1,17 +1,22 @@
+import http from "node:http";
+import https from "node:https";
 import webpush from "web-push";
 import type { Pool } from "../../lib/db.js";
 import { HIGH_URGENCY_KINDS, NO_PUSH_SUBSCRIPTION, PROVIDER_REJECTED } from "../../lib/notifications.js";
 import type { VapidKeys } from "../../lib/push.js";
-import type { DeliverableNotification } from "../store.js";
+import type { DeliverableNotification, PushSubscriptionRow } from "../store.js";
 import { DeliveryError, type Deliverer } from "./types.js";
 
 /**
  * The push channel (contract part 3, "Push to phones"): each notification is
  * sent to every push subscription of its recipient, encrypted (RFC 8291,
  * aes128gcm) and signed (VAPID, RFC 8292) by web-push's
- * generateRequestDetails. The request itself is sent here, with fetch: web-push's
- * sendNotification speaks https only, and tests run a local push service over
- * http on an allow-listed host (PUSH_ENDPOINT_ALLOW; docs/decisions/0074).
+ * generateRequestDetails. The request itself is sent here, with node:http(s) on
+ * keep-alive agents: web-push's sendNotification speaks https only, and tests
+ * run a local push service over http on an allow-listed host
+ * (PUSH_ENDPOINT_ALLOW; docs/decisions/0074); and fetch builds a Request,
+ * Headers and web streams per push, CPU the drain needs (docs/decisions/0080,
+ * `npx tsx bench/push-drain.ts`, notifierCpuMs).
  *
  * Outcomes per subscription: 2xx took it; 404 and 410 mean it is gone, and its
  * row is deleted; 429 and 5xx (and a network error) may succeed later; any
@@ -98,11 +103,29 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-interface Subscription {
-  id: string;
-  endpoint: string;
-  p256dh: string;
-  auth: string;
+type Subscription = PushSubscriptionRow;
+
+interface Answer {
+  status: number;
+  retryAfter: string | null;
+}
+
+/**
+ * One POST, its answer's body read and dropped. No redirect is followed (a 3xx refuses the message). The timeout
+ * is a socket one, cleared with the socket: AbortSignal.timeout left a timer per push that fired 10 s later and
+ * built a DOMException each time (bench CPU profile, docs/decisions/0080).
+ */
+function post(url: URL, headers: Record<string, string | number>, body: Buffer | null, agent: http.Agent): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const request = (url.protocol === "https:" ? https : http).request(url, { method: "POST", headers, agent }, (response) => {
+      response.on("error", reject);
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, retryAfter: (response.headers["retry-after"] as string | undefined) ?? null }));
+      response.resume();
+    });
+    request.setTimeout(REQUEST_TIMEOUT_MS, () => request.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
+    request.on("error", reject);
+    request.end(body ?? undefined);
+  });
 }
 
 type Outcome =
@@ -114,6 +137,8 @@ type Outcome =
 export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
   const { pool, subject, publicBaseUrl, allowHosts = [] } = options;
   const vapidKeys = typeof options.vapid === "function" ? options.vapid : () => options.vapid as VapidKeys;
+  // Connections kept alive per origin, as fetch's global agent did (one per delivery job slot).
+  const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
 
   // One VAPID JWT per push service origin, signed for 12 h and reused for an hour: an ES256 signature per push
   // would be the same token again (ALERTS_BENCH_PARTS=push npx tsx bench/alerts-fanout.ts, pushesPerSecond).
@@ -141,40 +166,33 @@ export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
       payload,
       { TTL: PUSH_TTL_SECONDS, urgency, vapidDetails: null as unknown as undefined, headers: { Authorization: authorizationFor(url) } },
     );
-    // fetch sets Content-Length from the body itself.
-    const headers = Object.fromEntries(
-      Object.entries(details.headers)
-        .filter(([name]) => name.toLowerCase() !== "content-length")
-        .map(([name, value]) => [name, String(value)]),
-    );
-    let response: Response;
+    let answer: Answer;
     try {
-      response = await fetch(details.endpoint, {
-        method: "POST",
-        headers,
-        body: details.body ? new Uint8Array(details.body) : null,
-        redirect: "manual",
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-      await response.arrayBuffer().catch(() => undefined);
+      // details.headers: Content-Length, Content-Type, Content-Encoding, TTL, Urgency and the Authorization above.
+      answer = await post(url, details.headers, details.body ?? null, url.protocol === "https:" ? agents.https : agents.http);
     } catch (err) {
-      return { kind: "retry", why: `push service unreachable: ${(err as Error).cause ?? (err as Error).message}` };
+      return { kind: "retry", why: `push service unreachable: ${(err as Error).message}` };
     }
-    const status = response.status;
+    const { status } = answer;
     if (status >= 200 && status < 300) return { kind: "sent" };
     if (status === 404 || status === 410) return { kind: "gone", status };
     if (status === 429 || status >= 500) {
-      return { kind: "retry", why: `push service ${status}`, retryAfterMs: retryAfterMs(response.headers.get("retry-after")) };
+      return { kind: "retry", why: `push service ${status}`, retryAfterMs: retryAfterMs(answer.retryAfter) };
     }
     return { kind: "rejected", status };
   }
 
   return {
     async deliver(notification, client = pool) {
-      const { rows: subscriptions } = await client.query<Subscription>(
-        `select id, endpoint, p256dh, auth from push_subscription where actor_id = $1::text order by created_at`,
-        [notification.recipientActorId],
-      );
+      // The delivery job reads them with the row (notifier/store.ts loadForDelivery); other callers do not.
+      const subscriptions =
+        notification.pushSubscriptions ??
+        (
+          await client.query<Subscription>(
+            `select id, endpoint, p256dh, auth from push_subscription where actor_id = $1::text order by created_at`,
+            [notification.recipientActorId],
+          )
+        ).rows;
       if (subscriptions.length === 0) throw new DeliveryError(NO_PUSH_SUBSCRIPTION);
       const payload = pushPayload(notification, publicBaseUrl);
       const urgency = HIGH_URGENCY_KINDS.includes(notification.kind) ? "high" : "normal";
@@ -192,6 +210,10 @@ export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
       const rejected = outcomes.filter((o): o is Extract<Outcome, { kind: "rejected" }> => o.kind === "rejected");
       if (rejected.length > 0) throw new DeliveryError(`${PROVIDER_REJECTED} the push: ${rejected.map((r) => r.status).join(", ")}`);
       throw new DeliveryError(NO_PUSH_SUBSCRIPTION);
+    },
+    close() {
+      agents.http.destroy();
+      agents.https.destroy();
     },
   };
 }

@@ -97,8 +97,8 @@ export function parseBreed(text: string): ParsedBreed {
 
 /**
  * same: one pure breed on each side, the same one. common: the same, but a breed most animals
- * of the species have. partial: a shared breed where one side is a mix or a guess. related:
- * breeds people confuse. weak: a mix on one side and nothing in common. different: two pure,
+ * of the species have, or both sides say it is a mix. partial: a shared breed where one side is a mix or a guess. related:
+ * breeds people confuse. weak: a mix on one side and nothing in common with a named breed. different: two pure,
  * unrelated breeds.
  */
 export type BreedMatch = "same" | "common" | "partial" | "related" | "weak" | "different";
@@ -108,8 +108,17 @@ export function compareBreeds(a: string | null, b: string | null): BreedMatch | 
   if (!a?.trim() || !b?.trim()) return null;
   const pa = parseBreed(a);
   const pb = parseBreed(b);
-  // "Mixed" alone says something (not a pure breed); "not sure" says nothing.
-  if (pa.breeds.size === 0 || pb.breeds.size === 0) return pa.approximate || pb.approximate ? "weak" : null;
+  // "Mixed" alone says something (not a pure breed); "not sure" says nothing. Against another
+  // mix ("mutt" / "Lab x Collie") it agrees, but a third of city dogs are mixes, so it is a
+  // common match, worth no more than two domestic shorthairs; only against a pure breed is it
+  // weak. It was weak against every breed, which ranked a finder's "mixed" below a silent
+  // finder's for the owner of a mixed-breed dog (bench/matching/README.md, "A city").
+  if (pa.breeds.size === 0 || pb.breeds.size === 0) {
+    const [bare, other] = pa.breeds.size === 0 ? [pa, pb] : [pb, pa];
+    if (!bare.approximate) return null;
+    if (other.approximate || other.breeds.size > 1) return "common";
+    return other.breeds.size === 1 ? "weak" : null;
+  }
   const shared = [...pa.breeds].filter((x) => pb.breeds.has(x));
   const pure = !pa.approximate && !pb.approximate && pa.breeds.size === 1 && pb.breeds.size === 1;
   if (shared.length > 0) {

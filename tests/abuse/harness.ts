@@ -149,7 +149,9 @@ export class WriteLog {
       `select format('%I.%I', table_schema, table_name) as name from information_schema.tables
        where table_type = 'BASE TABLE'
          and ((table_schema = 'public' and table_name not in ('abuse_write_log', 'spatial_ref_sys'))
-           or (table_schema = 'graphile_worker' and table_name = '_private_jobs'))`,
+           or (table_schema = 'graphile_worker' and table_name = '_private_jobs'))
+         -- A partition gets its parent's row trigger: one on the parent covers it.
+         and not (format('%I.%I', table_schema, table_name)::regclass)::oid in (select inhrelid from pg_inherits)`,
     );
     for (const { name } of rows) {
       await pool.query(`create trigger abuse_log_write after insert or update or delete on ${name}

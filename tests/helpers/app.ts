@@ -5,11 +5,12 @@ import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
 import { loadApiConfig, type ApiConfig, type Env } from "../../lib/config.js";
-import { createPool, type Pool } from "../../lib/db.js";
+import { checkRoleSettings, createPool, type Pool } from "../../lib/db.js";
 import { buildMetricsServer } from "../../lib/health.js";
 import type { Logger } from "../../lib/logger.js";
 import { createMetricsRegistry } from "../../lib/metrics.js";
 import { buildApp } from "../../api/app.js";
+import { apiEnvThroughPgBouncer } from "./pgbouncer-route.js";
 import { checkPublicResponses } from "./privacy.js";
 
 export const TEST_STREAM = "EVENTS";
@@ -50,7 +51,8 @@ export interface TestApi {
  * inject(). Every public response it sends goes through the privacy checker.
  */
 export async function buildTestApi(env: Env, options: { clock?: () => number; logger?: Logger } = {}): Promise<TestApi> {
-  const config = loadApiConfig(env);
+  // In the `pgbouncer` project, through a real pgbouncer in transaction pooling (tests/helpers/pgbouncer-route.ts).
+  const config = loadApiConfig(await apiEnvThroughPgBouncer(env));
   const logger = options.logger ?? pino({ level: config.LOG_LEVEL });
   const nc = await connectBus(config.NATS_URL, "api-test", logger);
   await ensureStream(nc, config.NATS_STREAM);
@@ -60,7 +62,10 @@ export async function buildTestApi(env: Env, options: { clock?: () => number; lo
     max: config.DATABASE_POOL_SIZE,
     applicationName: "api-test",
     logger,
+    namedStatements: config.DATABASE_NAMED_STATEMENTS,
+    sessionSettings: config.DATABASE_SESSION_SETTINGS,
   });
+  if (config.DATABASE_SESSION_SETTINGS === "role") await checkRoleSettings(pool, logger);
   const registry = createMetricsRegistry("api");
   const app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, onRoute: checkPublicResponses, clock: options.clock, metrics: registry });
   await app.ready();

@@ -21,6 +21,11 @@ import { importJWK, jwtVerify, type JWTPayload } from "jose";
  *   queue of answers (404, 410, 413, 429 with Retry-After, 503, …).
  *
  * A request that fails a check gets 400 (VAPID) and is recorded with `error`.
+ * A JWT's ES256 signature is verified once per distinct token (a notifier
+ * reuses one for hours), and its claims (aud, exp, sub) and `k` on every
+ * request: the signature of the same bytes cannot change, and verifying it
+ * again cost the bench's push drain CPU on the cores the notifier needs
+ * (docs/decisions/0080).
  */
 
 const ece = createRequire(import.meta.url)("http_ece") as {
@@ -55,6 +60,8 @@ export class TestPushService {
   private readonly receivers = new Map<string, { ecdh: ECDH; auth: Buffer }>();
   private readonly answers = new Map<string, PushAnswer[]>();
   private vapidKey: string | null = null;
+  /** Tokens whose signature verified, by `k` and token: their claims and header. */
+  private readonly verifiedTokens = new Map<string, { payload: JWTPayload; alg: string | undefined }>();
   origin = "";
   /** TCP connections the service accepted: far fewer than requests when the notifier keeps connections alive. */
   connections = 0;
@@ -101,13 +108,23 @@ export class TestPushService {
     if (!match) throw new Error(`Authorization is not "vapid t=…, k=…": ${header}`);
     const [, token, key] = match as unknown as [string, string, string];
     if (this.vapidKey !== null && key !== this.vapidKey) throw new Error("k is not the API's public key");
-    const point = Buffer.from(key, "base64url");
-    if (point.length !== 65 || point[0] !== 4) throw new Error("k is not an uncompressed P-256 point");
-    const jwk = { kty: "EC", crv: "P-256", x: point.subarray(1, 33).toString("base64url"), y: point.subarray(33).toString("base64url") };
-    const { payload, protectedHeader } = await jwtVerify(token, await importJWK(jwk, "ES256"), { audience: this.origin, algorithms: ["ES256"] });
-    if (protectedHeader.alg !== "ES256") throw new Error("not ES256");
+    const cacheKey = `${key} ${token}`;
+    let verified = this.verifiedTokens.get(cacheKey);
+    if (!verified) {
+      const point = Buffer.from(key, "base64url");
+      if (point.length !== 65 || point[0] !== 4) throw new Error("k is not an uncompressed P-256 point");
+      const jwk = { kty: "EC", crv: "P-256", x: point.subarray(1, 33).toString("base64url"), y: point.subarray(33).toString("base64url") };
+      const { payload, protectedHeader } = await jwtVerify(token, await importJWK(jwk, "ES256"), { audience: this.origin, algorithms: ["ES256"] });
+      verified = { payload, alg: protectedHeader.alg };
+      this.verifiedTokens.set(cacheKey, verified);
+    }
+    const { payload, alg } = verified;
+    if (alg !== "ES256") throw new Error("not ES256");
+    const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+    if (!audiences.includes(this.origin)) throw new Error("aud is not this push service's origin");
     const now = Math.floor(Date.now() / 1000);
-    if (typeof payload.exp !== "number" || payload.exp > now + 24 * 3600) throw new Error("exp missing or more than 24 h away");
+    if (typeof payload.exp !== "number" || payload.exp <= now) throw new Error("exp missing or past");
+    if (payload.exp > now + 24 * 3600) throw new Error("exp missing or more than 24 h away");
     if (typeof payload.sub !== "string" || !/^(mailto:|https:)/.test(payload.sub)) throw new Error("sub is not a mailto: or https: URL");
     return payload;
   }

@@ -88,9 +88,14 @@ describe("an owner is alerted only for a suggestion clearly ahead of the others;
     await settled();
 
     // Two more beagles found beside it: neither stands ahead of the first.
+    // Each waits for its own suggestion first: between the found report's event being published
+    // and its matching job being queued, settled() already sees no job.
+    const listed = (id: string) => eventually(async () => ((await listing(lostId, owner)).some((i) => i.targetId === id) ? true : undefined), 15_000);
     const second = await found(freshActor("finder-b"), near(home, 1));
+    await listed(second);
     await settled();
     const third = await found(freshActor("finder-c"), near(home, 1));
+    await listed(third);
     await settled();
 
     const items = await listing(lostId, owner);
@@ -136,6 +141,7 @@ describe("an owner is alerted only for a suggestion clearly ahead of the others;
     await eventually(async () => ((await ownerNotes(owner)).length === 1 ? true : undefined), 15_000);
     await settled();
     const chipped = await found(freshActor("finder-chip"), near(home, 1), beagle({ breed: "beagle", colors: ["tan", "white"], microchipId: "985112000555" }));
+    await eventually(async () => ((await suggestedEvents(lostId)).some((e) => e.targetId === chipped) ? true : undefined), 15_000);
     await settled();
     expect((await suggestedEvents(lostId)).find((e) => e.targetId === chipped)?.ownerAlert).toBe(true);
     const notes = await ownerNotes(owner);

@@ -132,6 +132,18 @@ describe("scoreMatch", () => {
     expect(scoreMatch(lost({ breed: "Lab" }), found({ breed: "lab mix" })).reasons).toContain("breed");
   });
 
+  it("counts a finder's bare \"mixed\" against a pure breed, not against another mix", () => {
+    const breedOf = (a: string, b: string) => scoreMatch(lost({ species: "dog", breed: a }), found({ species: "dog", breed: b })).contributions.breed ?? 0;
+    // Two mixes agree, as two domestic shorthairs do: about nothing either way.
+    for (const [owner, finder] of [["Lab x Collie", "mixed"], ["Mixed breed", "mutt"], ["Shepherd mix", "crossbreed"], ["Mutt", "lab mix"]]) {
+      expect(breedOf(owner!, finder!), `${owner} ~ ${finder}`).toBeGreaterThanOrEqual(-0.1);
+    }
+    expect(breedOf("Labrador", "mixed")).toBeLessThan(-0.25);
+    // "not sure" says nothing, beside a mix or a breed.
+    expect(breedOf("Mixed breed", "not sure")).toBe(0);
+    expect(breedOf("Labrador", "not sure")).toBe(0);
+  });
+
   it("counts shared words of marks and descriptions, across synonyms", () => {
     const r = scoreMatch(lost({ marks: "Notched left ear, limps on back leg" }), found({ description: "torn ear, limping" }));
     expect(r.reasons).toContain("marks");

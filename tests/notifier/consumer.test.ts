@@ -191,6 +191,7 @@ describe("a crash between commit and ack never gives a second notification", () 
       subject: "s",
       body: "b",
       sourceEventId: envelope.id,
+      sourceOccurredAt: envelope.occurredAt,
       eventType: EventType.ContactMessageReceived,
       kind: "relay_message",
       data: {},

@@ -24,20 +24,24 @@ describe("hourly maintenance prunes only rows that carry no state", () => {
     expect(rows).toEqual([{ key: "report-create:recent" }]);
   });
 
-  it("deletes published outbox rows past the retention and never an unpublished one, however old", async () => {
+  it("drops outbox days past the retention whose rows are all published, and keeps a day with an unpublished row", async () => {
     await db.pool.query(
       `insert into outbox_event (type, occurred_at, published_at) values
          ($1, now() - interval '30 days', now() - interval '29 days'),
          ($1, now() - interval '30 days', null),
+         ($1, now() - interval '20 days', now() - interval '20 days'),
          ($1, now() - interval '1 day', now() - interval '1 day')`,
       [EventType.AnimalLostReported],
     );
     const result = await pruneMaintenance(db.pool, 7);
-    expect(result.outboxEvents).toBe(1);
+    expect(result.outboxDaysDropped).toHaveLength(1);
+    expect(result.outboxDaysStuck).toHaveLength(1);
     const { rows } = await db.pool.query(
-      `select published_at is null as unpublished, occurred_at < now() - interval '7 days' as old from outbox_event order by occurred_at`,
+      `select published_at is null as unpublished, occurred_at < now() - interval '7 days' as old from outbox_event order by occurred_at, published_at`,
     );
+    // The stuck day keeps both its rows, the published one too: a day goes whole or not at all.
     expect(rows).toEqual([
+      { unpublished: false, old: true },
       { unpublished: true, old: true },
       { unpublished: false, old: false },
     ]);

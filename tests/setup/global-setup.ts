@@ -59,7 +59,8 @@ export default async function setup(project: TestProject) {
   }
   const services = await startTestServices(process.env);
   const adminDatabaseUrl = services.databaseUrl;
-  const templateDatabase = `ass_tmpl_${process.pid}`;
+  // One per project (vitest.config.ts): each project runs this setup, and drops its template at its end.
+  const templateDatabase = `ass_tmpl_${process.pid}${project.name ? `_${project.name.replace(/[^a-z0-9]/gi, "")}` : ""}`;
   const admin = new pg.Client({ connectionString: adminDatabaseUrl });
   try {
     await admin.connect();

@@ -6,7 +6,7 @@ import { Alert, AlertsCursor, AlertsQuery } from "./schemas.js";
 import * as store from "./store.js";
 import * as views from "./views.js";
 
-export const alertRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool }) => {
+export const alertRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { reads }) => {
   app.get(
     "/v1/safety/alerts",
     {
@@ -26,7 +26,8 @@ export const alertRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool })
     async (request) => {
       const query = request.query;
       const after = decodeCursor(query.cursor, AlertsCursor);
-      const rows = await store.findAlerts(pool, query, after, query.limit + 1);
+      // On the read replica while it is within its lag bound (lib/read-replica.ts).
+      const rows = await store.findAlerts(reads, query, after, query.limit + 1);
       return toPage(rows, query.limit, views.alert, (last) => ({ d: last.distanceM, id: last.id }));
     },
   );

@@ -50,7 +50,7 @@ const resolvable = {
 } as const;
 
 /** Lost and found reports: create, the public and private views, resolve. */
-export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, config }) => {
+export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, reads, config }) => {
   const lifetime = { ttlDays: config.REPORT_TTL_DAYS };
   /** A report's ready photos; its reporter and admins also see those a moderator hid, marked. */
   const photosOf = async (client: Queryable, parent: { lostReportId: string } | { foundReportId: string }, includeModerated: boolean) =>
@@ -122,8 +122,9 @@ export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
       },
     },
     async (request) => {
-      const report = visibleTo(await store.getLostReport(pool, request.params.id), request.actor, "lost report");
-      const photos = await photosOf(pool, { lostReportId: report.id }, canSeeModerated(request.actor, report.reporterId));
+      // The public reads: a report missing on the replica (created a moment ago) is looked up again on the primary.
+      const report = visibleTo(await reads.lookup((db) => store.getLostReport(db, request.params.id)), request.actor, "lost report");
+      const photos = await photosOf(reads, { lostReportId: report.id }, canSeeModerated(request.actor, report.reporterId));
       return views.lostReportPublic(report, photos, config.PUBLIC_BASE_URL);
     },
   );
@@ -143,8 +144,8 @@ export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
       },
     },
     async (request) => {
-      const report = visibleTo(await store.getFoundReport(pool, request.params.id), request.actor, "found report");
-      const photos = await photosOf(pool, { foundReportId: report.id }, canSeeModerated(request.actor, report.reporterId));
+      const report = visibleTo(await reads.lookup((db) => store.getFoundReport(db, request.params.id)), request.actor, "found report");
+      const photos = await photosOf(reads, { foundReportId: report.id }, canSeeModerated(request.actor, report.reporterId));
       return views.foundReportPublic(report, photos, config.PUBLIC_BASE_URL);
     },
   );

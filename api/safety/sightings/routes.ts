@@ -15,7 +15,7 @@ import { CreateSightingBody, Sighting } from "./schemas.js";
 import * as store from "./store.js";
 import * as views from "./views.js";
 
-export const sightingRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool }) => {
+export const sightingRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, reads }) => {
   app.post(
     "/v1/safety/sightings",
     {
@@ -87,10 +87,11 @@ export const sightingRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool
     async (request) => {
       const { limit, cursor } = request.query;
       const after = decodeTimeIdCursor(cursor);
-      const report = visibleTo(await getLostReport(pool, request.params.id), request.actor, "lost report");
+      const report = visibleTo(await reads.lookup((db) => getLostReport(db, request.params.id)), request.actor, "lost report");
       const admin = request.actor ? isAdmin(request.actor) : false;
       const viewer = { actorId: request.actor?.id ?? null, isAdmin: admin, reviews: admin || request.actor?.id === report.reporterId };
-      const rows = await store.listSightings(pool, report, viewer, after, limit + 1);
+      // The owner's or a moderator's read marks what it returns as seen: read then written, so on the primary.
+      const rows = await store.listSightings(viewer.reviews ? pool : reads, report, viewer, after, limit + 1);
       if (viewer.reviews && request.method === "GET") await store.markReviewed(pool, rows.slice(0, limit).map((r) => r.id));
       return toPage(rows, limit, views.sighting);
     },
