@@ -1,11 +1,12 @@
 import type { Queryable } from "./db.js";
 import { QUEUED_TASKS, type ParsedPayload, type TaskName } from "./job-payloads.js";
+import { WORKER_RELATIONS as W, type StoredJob } from "./queue.js";
 
 /**
  * Reading graphile-worker's job state: the alerts admin screen, the fan-out
  * stall sweep, the worker_jobs metrics, the jobs admin screen and the
  * operator's clean-up.
- * Reads go through graphile-worker 0.18's public view, graphile_worker.jobs
+ * Reads go through graphile-worker 0.18's public view, `jobs`
  * (its sql/000017.sql), which has every column but the payload. Writes to
  * the queue are lib/queue.ts's.
  */
@@ -18,18 +19,18 @@ import { QUEUED_TASKS, type ParsedPayload, type TaskName } from "./job-payloads.
  * 000016 renamed jobs to _private_jobs, 000017 added the view), so each use
  * is here and nowhere else.
  *
- * - graphile_worker._private_jobs, for `payload`: the view leaves the payload
+ * - _private_jobs, for `payload`: the view leaves the payload
  *   out, and 0.18 has no function that returns it. The alerts admin screen
  *   shows which batch a fan-out's job runs (jobsByKey), and the stall sweep
  *   re-adds a job a dead worker holds with the payload it was queued with
  *   (lockedJobs). Joined by the job's id, the view's primary key.
  */
-// - graphile_worker._private_known_crontabs, for a cron item's last run
+// - _private_known_crontabs, for a cron item's last run
 //   (cronItemRuns, below): nothing public records it.
-// - graphile_worker._private_jobs and _private_tasks, for the counts by task
+// - _private_jobs and _private_tasks, for the counts by task
 //   and state (jobCounts, below): grouped by task_id before the join to the
 //   task names, which the view joins first for every job.
-const JOBS_WITH_PAYLOAD = `graphile_worker.jobs j join graphile_worker._private_jobs p on p.id = j.id`;
+const JOBS_WITH_PAYLOAD = `${W.jobs} j join ${W.privateJobs} p on p.id = j.id`;
 
 export interface JobState<T extends TaskName> {
   id: number;
@@ -57,14 +58,6 @@ export async function jobsByKey<T extends TaskName>(client: Queryable, task: T, 
   return new Map(rows.map((row) => [row.key, { ...row, payload: (schema.safeParse(row.payload).data ?? null) as ParsedPayload<T> | null }]));
 }
 
-/** A job as it was queued, to be added again (lib/queue.ts requeue). */
-export interface StoredJob<T extends TaskName = TaskName> {
-  task: T;
-  key: string;
-  payload: unknown;
-  maxAttempts: number;
-}
-
 /**
  * Up to `limit` keyed jobs of `task` locked for longer than `seconds`:
  * longer than any of them runs, so their worker is gone (graphile-worker
@@ -89,7 +82,7 @@ export async function lockedJobs<T extends TaskName>(client: Queryable, task: T,
  * jobKeySql) waits to run: not locked, attempts left.
  */
 export const jobWaitingSql = (key: string) =>
-  `exists (select 1 from graphile_worker.jobs waiting
+  `exists (select 1 from ${W.jobs} waiting
            where waiting.key = ${key} and waiting.locked_at is null and waiting.attempts < waiting.max_attempts)`;
 
 export interface FinishedJob {
@@ -106,7 +99,7 @@ export interface FinishedJob {
 export async function finishedJobs(client: Queryable, { olderThanHours, task }: { olderThanHours: number; task: string | null }): Promise<FinishedJob[]> {
   const { rows } = await client.query<FinishedJob>(
     `select id, task_identifier as task, attempts, last_error as "lastError"
-     from graphile_worker.jobs
+     from ${W.jobs}
      where attempts >= max_attempts
        and locked_at is null
        and updated_at < now() - make_interval(hours => $1::int)
@@ -128,7 +121,7 @@ export async function finishedJobs(client: Queryable, { olderThanHours, task }: 
 export const JOB_STATES = ["queued", "scheduled", "running", "failed"] as const;
 export type JobStateName = (typeof JOB_STATES)[number];
 
-/** SQL: each state's condition on a row of graphile_worker.jobs aliased `alias`; exactly one holds. */
+/** SQL: each state's condition on a row of the jobs view aliased `alias`; exactly one holds. */
 const stateConditions = (alias: string): Record<JobStateName, string> => ({
   running: `${alias}.locked_at is not null`,
   failed: `${alias}.locked_at is null and ${alias}.attempts >= ${alias}.max_attempts`,
@@ -136,7 +129,7 @@ const stateConditions = (alias: string): Record<JobStateName, string> => ({
   queued: `${alias}.locked_at is null and ${alias}.attempts < ${alias}.max_attempts and ${alias}.run_at <= now()`,
 });
 
-/** SQL: the state (JOB_STATES) of a row of graphile_worker.jobs aliased `alias`. */
+/** SQL: the state (JOB_STATES) of a row of the jobs view aliased `alias`. */
 const jobStateSql = (alias: string) => {
   const when = stateConditions(alias);
   return `case when ${when.running} then 'running' when ${when.failed} then 'failed' when ${when.scheduled} then 'scheduled' else 'queued' end`;
@@ -157,7 +150,7 @@ export interface TaskJobCounts {
  * operator's summary and the worker_jobs gauges. Completed jobs are deleted
  * by graphile-worker, so it reads only the jobs that wait, run or failed.
  *
- * Private: graphile_worker._private_jobs, grouped by task_id and the three
+ * Private: _private_jobs, grouped by task_id and the three
  * conditions that make up a state (stateConditions), before the join to the
  * task names; one group per task and state instead of a join and four
  * filtered counts per job. Through the view the count of 100,000 queued
@@ -169,9 +162,9 @@ export async function jobCounts(db: Queryable): Promise<TaskJobCounts[]> {
     `select t.identifier as task, c.locked, c.spent, c.due, c.n, c.waited
      from (select j.task_id, j.locked_at is not null as locked, j.attempts >= j.max_attempts as spent, j.run_at <= now() as due,
                   count(*)::int as n, coalesce(floor(extract(epoch from now() - min(j.run_at))), 0)::int as waited
-           from graphile_worker._private_jobs j
+           from ${W.privateJobs} j
            group by 1, 2, 3, 4) c
-     join graphile_worker._private_tasks t on t.id = c.task_id
+     join ${W.privateTasks} t on t.id = c.task_id
      order by t.identifier`,
   );
   const byTask = new Map<string, TaskJobCounts>();
@@ -237,7 +230,7 @@ export interface CronItemRun {
 
 /**
  * Every crontab item a worker process has registered, with its last run.
- * Private: graphile_worker._private_known_crontabs is the only record of a
+ * Private: _private_known_crontabs is the only record of a
  * cron item's last execution (0.18 has no view or function for it, and the
  * crontab lines live in the relay's and notifier's own code, which the API
  * does not import).
@@ -245,7 +238,7 @@ export interface CronItemRun {
 export async function cronItemRuns(db: Queryable): Promise<CronItemRun[]> {
   const { rows } = await db.query<CronItemRun>(
     `select identifier, known_since as "knownSince", last_execution as "lastRun"
-     from graphile_worker._private_known_crontabs
+     from ${W.knownCrontabs}
      order by identifier`,
   );
   return rows;

@@ -1,6 +1,26 @@
 import type { Queryable } from "./db.js";
 import { NOTIFICATION_DELIVER_TASK, QUEUED_TASKS, type KeyRef, type Payload, type TaskName } from "./job-payloads.js";
-import type { StoredJob } from "./job-state.js";
+
+/**
+ * The graphile-worker relations lib/job-state.ts reads, named here with the
+ * functions this file calls, so one file names graphile-worker's schema. The
+ * private tables may change in any release (its migration 000016 renamed jobs
+ * to _private_jobs, 000017 added the jobs view): job-state.ts says why each is read.
+ */
+export const WORKER_RELATIONS = {
+  jobs: "graphile_worker.jobs",
+  privateJobs: "graphile_worker._private_jobs",
+  privateTasks: "graphile_worker._private_tasks",
+  knownCrontabs: "graphile_worker._private_known_crontabs",
+} as const;
+
+/** A job as it was queued, to be added again (requeue). */
+export interface StoredJob<T extends TaskName = TaskName> {
+  task: T;
+  key: string;
+  payload: unknown;
+  maxAttempts: number;
+}
 
 /**
  * The one way to queue a graphile-worker job: in the caller's transaction,

@@ -148,6 +148,14 @@ const send = (options: { method: "GET" | "POST" | "DELETE"; url: string; headers
 const BASE = "/partners";
 let accessToken = "";
 let published: [number, string][] = [];
+
+/** The publisher's list call at the start of each run (requests.get, its first page). */
+const listAnimals = () =>
+  send({
+    method: "GET",
+    url: `${BASE}/v2/animals/?limit=25&offset=0`,
+    headers: { ...PYTHON_REQUESTS, "x-api-key": API_KEY, authorization: `Bearer ${accessToken}` },
+  });
 let pcllid = "";
 
 describe("ASM3's found-animal publisher, replayed call for call", () => {
@@ -181,11 +189,7 @@ describe("ASM3's found-animal publisher, replayed call for call", () => {
   });
 
   it("run: GET {url}/v2/animals/?limit=25&offset=0 (requests.get); reads pets[].metadata.system_animal_id and pets[].id", async () => {
-    const res = await send({
-      method: "GET",
-      url: `${BASE}/v2/animals/?limit=25&offset=0`,
-      headers: { ...PYTHON_REQUESTS, "x-api-key": API_KEY, authorization: `Bearer ${accessToken}` },
-    });
+    const res = await listAnimals();
     expect(res.statusCode, res.body).toBe(200);
     const cjson = JSON.parse(res.body);
     published = cjson.pets.map((pa: { metadata: { system_animal_id: number }; id: string }) => [pa.metadata.system_animal_id, pa.id]);
@@ -249,11 +253,7 @@ describe("ASM3's found-animal publisher, replayed call for call", () => {
   });
 
   it("the next run: the list shows the animal by its system_animal_id, so ASM3 skips it", async () => {
-    const res = await send({
-      method: "GET",
-      url: `${BASE}/v2/animals/?limit=25&offset=0`,
-      headers: { ...PYTHON_REQUESTS, "x-api-key": API_KEY, authorization: `Bearer ${accessToken}` },
-    });
+    const res = await listAnimals();
     expect(res.statusCode, res.body).toBe(200);
     const cjson = JSON.parse(res.body);
     published = cjson.pets.map((pa: { metadata: { system_animal_id: number }; id: string }) => [pa.metadata.system_animal_id, pa.id]);
@@ -359,11 +359,7 @@ describe("the animal leaves the shelter", () => {
     expect(res.statusCode, res.body).toBe(204);
     const { rows } = await h.db.pool.query(`select status, closed_reason from safety_found_report where id = $1::uuid`, [pcllid]);
     expect(rows[0]).toEqual({ status: "closed", closed_reason: "left_custody" });
-    const list = await send({
-      method: "GET",
-      url: `${BASE}/v2/animals/?limit=25&offset=0`,
-      headers: { ...PYTHON_REQUESTS, "x-api-key": API_KEY, authorization: `Bearer ${accessToken}` },
-    });
+    const list = await listAnimals();
     expect(JSON.parse(list.body)).toEqual({ pets: [], total: 0 });
   });
 });
