@@ -21,6 +21,12 @@
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
+import { randomUUID } from "node:crypto";
+import { withTransaction } from "../lib/db.js";
+import { NEARBY_DELIVERY_BATCH, NEARBY_DELIVERY_PRIORITY } from "../lib/alerts.js";
+import { EventType } from "../lib/events.js";
+import { enqueueDeliveries, enqueueDeliveryBatches } from "../lib/queue.js";
+import { insertNotifications, type NewNotification } from "../notifier/store.js";
 import { TestPushService } from "../tests/helpers/push-service.js";
 import { CITY } from "./alerts-seed.js";
 import { runScenarioScript, type Scenario, type ScenarioRow } from "./scenario-script.js";
@@ -81,7 +87,7 @@ async function fanOut(stack: BenchStack, scenario: string, at: { lat: number; lo
 export async function drained(stack: BenchStack, maxMs: number): Promise<number> {
   const deadline = Date.now() + maxMs;
   for (;;) {
-    const { rows } = await stack.pool.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'notification__deliver'`);
+    const { rows } = await stack.pool.query(`select count(*)::int as n from graphile_worker.jobs where task_identifier in ('notification__deliver', 'notification__deliver_batch')`);
     if (rows[0].n === 0 || Date.now() > deadline) return rows[0].n;
     await sleep(250);
   }
@@ -155,6 +161,68 @@ function costPerPush(from: CostSnapshot, to: CostSnapshot) {
     pushServiceCpuMs: round((to.peerMs - from.peerMs) / pushes, 2),
     transactions: round((to.transactions - from.transactions) / pushes, 1),
   };
+}
+
+/**
+ * A backlog of pushes drained: one nearby_lost push row for each of `actors`
+ * (all with a subscription on the push service), written with their delivery
+ * jobs in one transaction, as batch jobs of NEARBY_DELIVERY_BATCH (the
+ * fan-out's way) or one job each (the baseline), and timed from the commit to
+ * the last one sent. The fan-out is not running meanwhile, so this is the
+ * delivery's own rate, with its cost per push.
+ */
+async function backlogDrain(stack: BenchStack, service: TestPushService, actors: string[], jobs: "batch" | "single") {
+  const marker = randomUUID();
+  const sourceEventId = randomUUID();
+  const verifiedBefore = service.requests.filter((r) => r.error === undefined && r.status === 201).length;
+  const rows: NewNotification[] = actors.map((actor) => ({
+    recipientActorId: actor,
+    sourceKey: `nearby_lost:${sourceEventId}`,
+    subject: "A dog was reported lost near you",
+    body: "A dog was reported lost 2 km from your alert area's centre. Have a look if you are out.",
+    sourceEventId,
+    sourceOccurredAt: new Date(),
+    eventType: EventType.AnimalLostReported,
+    kind: "nearby_lost",
+    data: { lostReportId: marker },
+    channel: "push",
+  }));
+  const before = await costSnapshot(stack, marker);
+  const committedAt = await withTransaction(stack.pool, async (client) => {
+    const ids = (await insertNotifications(client, rows)).map((r) => r.id);
+    if (jobs === "batch") await enqueueDeliveryBatches(client, ids, { priority: NEARBY_DELIVERY_PRIORITY, size: NEARBY_DELIVERY_BATCH });
+    else await enqueueDeliveries(client, ids, { priority: NEARBY_DELIVERY_PRIORITY });
+    return ids.length;
+  }).then(() => Date.now());
+  const deadline = Date.now() + 120_000;
+  let open = actors.length;
+  while (open > 0 && Date.now() < deadline) {
+    await sleep(100);
+    const { rows: counted } = await stack.pool.query<{ n: number }>(
+      `select count(*)::int as n from notification where kind = 'nearby_lost' and data->>'lostReportId' = $1 and status in ('pending', 'failed')`,
+      [marker],
+    );
+    open = counted[0]!.n;
+  }
+  const after = await costSnapshot(stack, marker);
+  const { rows: timing } = await stack.pool.query<{ lastSentMs: number }>(
+    `select extract(epoch from max(sent_at))::float8 * 1000 as "lastSentMs" from notification where kind = 'nearby_lost' and data->>'lostReportId' = $1`,
+    [marker],
+  );
+  const drainMs = Number(timing[0]!.lastSentMs) - committedAt;
+  const figures = {
+    jobs,
+    pushes: actors.length,
+    sent: after.sent,
+    stillOpen: open,
+    requestsVerifiedAndDecrypted: service.requests.filter((r) => r.error === undefined && r.status === 201).length - verifiedBefore,
+    commitToLastSentMs: round(drainMs, 0),
+    pushesPerSecond: round(after.sent / (drainMs / 1000), 0),
+    costPerPush: costPerPush(before, after),
+    loadAverage: loadavg().map((l) => round(l, 2)),
+  };
+  log(`backlog (${jobs}): ${JSON.stringify(figures)}`);
+  return figures;
 }
 
 /**
@@ -248,6 +316,14 @@ export async function pushDrain(stack: BenchStack, { seedCity = false } = {}) {
       loadAverage: loadavg().map((l) => round(l, 2)),
     };
     log(`push: ${JSON.stringify(push)}`);
+    log(`deliveries still queued: ${await drained(stack, 60_000)}`);
+    // The same subscribers' pushes as a backlog: one job each (the baseline), then in batch jobs, back to back.
+    const actors = subs.map((s) => s.actorId);
+    const single = await backlogDrain(stack, service, actors, "single");
+    log(`deliveries still queued: ${await drained(stack, 60_000)}`);
+    const batched = await backlogDrain(stack, service, actors, "batch");
+    const cost = (c: ReturnType<typeof costPerPush>) =>
+      `notifier ${c.notifierCpuMs} ms CPU, Postgres ${c.postgresCpuMs} ms, push service ${c.pushServiceCpuMs} ms, ${c.transactions} statements`;
     const rows: ScenarioRow[] = [
       [
         "alert fan-out to the city's 20,000 with 5,000 push subscribers: commit → last notification row",
@@ -265,8 +341,15 @@ export async function pushDrain(stack: BenchStack, { seedCity = false } = {}) {
           `push service ${push.costPerPush.pushServiceCpuMs} ms, ${push.costPerPush.transactions} statements; ` +
           `${push.connections} connections; load average ${push.loadAverage.join(" ")}`,
       ],
+      [
+        `a backlog of 5,000 queued pushes: commit → last sent, ${NEARBY_DELIVERY_BATCH} a delivery job`,
+        `${batched.pushesPerSecond}/s (${round(batched.commitToLastSentMs / 1000, 2)} s)`,
+        `${single.pushesPerSecond}/s (${round(single.commitToLastSentMs / 1000, 2)} s) one job a push`,
+        `≥ ${TARGET_PER_SECOND}/s`,
+        `per push: ${cost(batched.costPerPush)}; one job a push: ${cost(single.costPerPush)}; load average ${batched.loadAverage.join(" ")}`,
+      ],
     ];
-    return { target: "fan-out ≤ 10 s of notification rows with 5k push subscribers; pushes drain ≥ 500/s", withoutPush, withPush, push, rows };
+    return { target: "fan-out ≤ 10 s of notification rows with 5k push subscribers; pushes drain ≥ 500/s", withoutPush, withPush, push, backlog: { single, batched }, rows };
   } finally {
     await service.close();
   }

@@ -21,6 +21,14 @@ export const FANOUT_BATCH_SIZE = 1_000;
 export const NEARBY_DELIVERY_PRIORITY = 10;
 
 /**
+ * nearby_lost notifications per delivery job (notification__deliver_batch):
+ * a batch's locks, rows, outcomes and unlocks are a statement each, so the
+ * fan-out's pushes cost Postgres a fraction of a statement apiece
+ * (`npx tsx bench/push-drain.ts`, costPerPush; docs/decisions/0084).
+ */
+export const NEARBY_DELIVERY_BATCH = 25;
+
+/**
  * Fan-outs after the report was filed (a PATCH that moves it or changes its
  * species) that may reach anyone: later ones are stopped before they collect,
  * so a report cannot be walked across the map alerting each place it passes.

@@ -1,6 +1,8 @@
 import { isIP } from "node:net";
 import { z } from "zod";
 import { ipv6Groups } from "./client-address.js";
+import { NEARBY_DELIVERY_BATCH } from "./alerts.js";
+import { DELIVERY_BATCH_MAX } from "./job-payloads.js";
 
 /**
  * Configuration is parsed once in each process's main.ts and passed down,
@@ -582,6 +584,15 @@ const notifierSettings = defineProcess({
       .default("notifier")
       .describe("The name of the durable JetStream consumer."),
     NOTIFIER_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5).describe("graphile-worker jobs run at once."),
+    NOTIFIER_ALERT_DELIVERY_BATCH: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(DELIVERY_BATCH_MAX)
+      .default(NEARBY_DELIVERY_BATCH)
+      .describe(
+        "nearby_lost notifications (email and push) per delivery job of the alert fan-out and the morning digest: a job takes their locks, reads, records and unlocks them a statement each, and sends them at once.",
+      ),
     /** Alert fan-out batches at once, on a runner of their own: each keeps a Postgres backend busy while it runs. */
     NOTIFIER_FANOUT_CONCURRENCY: z.coerce
       .number()

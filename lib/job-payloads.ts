@@ -17,6 +17,9 @@ import { z } from "zod";
  */
 
 export const NOTIFICATION_DELIVER_TASK = "notification__deliver";
+export const NOTIFICATION_DELIVER_BATCH_TASK = "notification__deliver_batch";
+/** The most notifications one notification__deliver_batch job delivers. */
+export const DELIVERY_BATCH_MAX = 100;
 export const MATCH_SUBJECT_TASK = "match__subject";
 export const ALERTS_FANOUT_TASK = "alerts__fanout";
 export const PHOTO_PROCESS_TASK = "photo__process";
@@ -55,6 +58,18 @@ export const QUEUED_TASKS = {
     // Delivery retries happen inside the job; these cover only the job itself failing (Postgres unreachable).
     maxAttempts: 5,
     key: (job) => [job.notificationId],
+  }),
+  /**
+   * Queued by the alert fan-out for its new rows, a batch of them per job
+   * (lib/queue.ts enqueueDeliveryBatches): one lock, read, update and unlock
+   * statement for the batch instead of four per notification
+   * (docs/decisions/0084). A retry is a notification__deliver job of its own.
+   * The batches are disjoint, so the first id keys the job.
+   */
+  [NOTIFICATION_DELIVER_BATCH_TASK]: queued({
+    payload: z.object({ notificationIds: z.array(z.uuid()).min(1).max(DELIVERY_BATCH_MAX) }),
+    maxAttempts: 5,
+    key: (job) => [job.notificationIds[0]!],
   }),
   /** Queued by the notifier's reactions when a report or an unlinked sighting is recorded or changed. */
   [MATCH_SUBJECT_TASK]: queued({

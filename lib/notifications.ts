@@ -65,6 +65,26 @@ export async function unlockDelivery(client: Queryable, notificationId: string):
   await client.query(`select pg_advisory_unlock(hashtextextended($1::text, 0))`, [deliveryLockKey(notificationId)]);
 }
 
+/**
+ * The session locks of a batch of deliveries in one statement: the ids whose
+ * lock this client now holds, in the order given. An id another delivery
+ * holds is left out.
+ */
+export async function tryLockDeliveries(client: Queryable, notificationIds: readonly string[]): Promise<string[]> {
+  const { rows } = await client.query<{ id: string }>(
+    `select u.id from unnest($1::text[], $2::text[]) with ordinality as u(id, key, i)
+     where pg_try_advisory_lock(hashtextextended(u.key, 0)) order by u.i`,
+    [notificationIds, notificationIds.map(deliveryLockKey)],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Releases the locks tryLockDeliveries took, in one statement. */
+export async function unlockDeliveries(client: Queryable, notificationIds: readonly string[]): Promise<void> {
+  if (notificationIds.length === 0) return;
+  await client.query(`select pg_advisory_unlock(hashtextextended(k, 0)) from unnest($1::text[]) as k`, [notificationIds.map(deliveryLockKey)]);
+}
+
 /** For the replay transaction: false while a delivery of this notification is running. */
 export async function tryLockDeliveryInTransaction(client: Queryable, notificationId: string): Promise<boolean> {
   const { rows } = await client.query<{ locked: boolean }>(

@@ -1,5 +1,5 @@
 import type { Queryable } from "./db.js";
-import { NOTIFICATION_DELIVER_TASK, QUEUED_TASKS, type KeyRef, type Payload, type TaskName } from "./job-payloads.js";
+import { DELIVERY_BATCH_MAX, NOTIFICATION_DELIVER_BATCH_TASK, NOTIFICATION_DELIVER_TASK, QUEUED_TASKS, type KeyRef, type Payload, type TaskName } from "./job-payloads.js";
 
 /**
  * The graphile-worker relations lib/job-state.ts reads, named here with the
@@ -147,6 +147,26 @@ export async function enqueueDeliveries(client: Queryable, notificationIds: read
     client,
     notificationIds.map((notificationId) => ({ task: NOTIFICATION_DELIVER_TASK, payload: { notificationId }, options })),
   );
+}
+
+/**
+ * Delivery jobs for the alert fan-out's new rows: `size` notifications per
+ * notification__deliver_batch job, in one add_jobs call. A batch job takes
+ * its notifications' locks, reads, updates and unlocks them a statement each
+ * (notifier/delivery.ts createBatchDelivery).
+ */
+export async function enqueueDeliveryBatches(
+  client: Queryable,
+  notificationIds: readonly string[],
+  options: { priority?: number; size: number },
+): Promise<void> {
+  const { size: asked, ...jobOptions } = options;
+  const size = Math.max(1, Math.min(asked, DELIVERY_BATCH_MAX));
+  const jobs: JobSpec[] = [];
+  for (let i = 0; i < notificationIds.length; i += size) {
+    jobs.push({ task: NOTIFICATION_DELIVER_BATCH_TASK, payload: { notificationIds: notificationIds.slice(i, i + size) }, options: jobOptions });
+  }
+  await enqueueMany(client, jobs);
 }
 
 /**

@@ -8,14 +8,24 @@ import {
   EMAIL_CONFIRMATION_KIND,
   NO_DELIVERER,
   reasonCategory,
+  tryLockDeliveries,
   tryLockDelivery,
+  unlockDeliveries,
   unlockDelivery,
 } from "../lib/notifications.js";
 import { NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
-import { enqueue } from "../lib/queue.js";
+import { enqueue, enqueueMany } from "../lib/queue.js";
 import { DeliveryError, type Deliverers } from "./deliverers/types.js";
 import type { NotifierMetrics } from "./metrics.js";
-import { armConfirmation, loadForDelivery, recordAttempt, type DeliverableNotification } from "./store.js";
+import {
+  armConfirmation,
+  loadForDelivery,
+  loadManyForDelivery,
+  recordAttempt,
+  recordAttempts,
+  type AttemptOutcome,
+  type DeliverableNotification,
+} from "./store.js";
 
 /** The spec's in-process retry: 3 attempts, exponential backoff capped at 2 s. */
 export const DELIVERY_ATTEMPTS = 3;
@@ -50,6 +60,57 @@ export interface DeliveryOptions {
   metrics?: NotifierMetrics;
 }
 
+/** One attempt's outcome: what the row records, and when a round that goes on makes its next attempt. */
+interface Attempted extends AttemptOutcome {
+  /** Set when the round goes on: the wait before its next attempt. */
+  retryInMs?: number;
+}
+
+/**
+ * The attempts of both delivery jobs: one attempt of a notification read
+ * under its delivery lock, and what it leaves the row as. `attempt` is its
+ * place in the round (1…attempts): the last one, or a permanent failure
+ * (provider rejection, no address), dead-letters.
+ */
+function attempter({ deliverers, logger, attempts = DELIVERY_ATTEMPTS, metrics }: DeliveryOptions) {
+  return async (client: Queryable, notification: DeliverableNotification, attempt: number): Promise<Attempted> => {
+    const { id, channel } = notification;
+    const deliverer = deliverers[channel];
+    if (!deliverer) {
+      logger.warn({ notificationId: id, channel }, "notifier: no deliverer; dead-lettered");
+      return { id, status: "dead_letter", lastError: `${NO_DELIVERER} ${channel}` };
+    }
+    const deliverable = notification.kind === EMAIL_CONFIRMATION_KIND ? await withConfirmationToken(client, notification) : notification;
+    if (!deliverable) {
+      logger.info({ notificationId: id }, "notifier: email confirmation no longer pending; dead-lettered");
+      return { id, status: "dead_letter", lastError: CONFIRMATION_GONE };
+    }
+    const timer = metrics?.deliverySeconds.startTimer({ channel });
+    try {
+      await deliverer.deliver(deliverable, client);
+      timer?.({ outcome: "sent" });
+      logger.info({ notificationId: id, eventId: notification.sourceEventId, channel }, "notifier: delivered");
+      return { id, status: "sent", lastError: null };
+    } catch (err) {
+      timer?.({ outcome: "failed" });
+      const lastError = (err as Error).message;
+      const permanent = reasonCategory(lastError) === "permanent";
+      const exhausted = permanent || attempt >= attempts;
+      logger.warn(
+        { notificationId: id, channel, attempt, permanent, err: { message: lastError } },
+        exhausted ? "notifier: delivery dead-lettered" : "notifier: delivery attempt failed",
+      );
+      if (exhausted) return { id, status: "dead_letter", lastError };
+      // A Retry-After (a push service's 429 or 503) is honoured: the wait is the longer of it and the backoff.
+      const retryAfterMs = err instanceof DeliveryError ? (err.retryAfterMs ?? 0) : 0;
+      return { id, status: "failed", lastError, retryInMs: Math.max(backoffMs(attempt), retryAfterMs) };
+    }
+  };
+}
+
+const deliverableNow = (n: DeliverableNotification | null): n is DeliverableNotification =>
+  n !== null && (n.status === "pending" || n.status === "failed");
+
 /**
  * Delivers one notification through its channel's deliverer. Each attempt
  * updates attempts, last_error and updated_at; the row is `failed` while
@@ -60,7 +121,9 @@ export interface DeliveryOptions {
  * (stall sweep, replay) never delivers it twice at once. The graphile-worker
  * task (jobs/notification-deliver.ts) calls the function this returns.
  */
-export function createDelivery({ pool, deliverers, logger, attempts = DELIVERY_ATTEMPTS, metrics }: DeliveryOptions) {
+export function createDelivery(options: DeliveryOptions) {
+  const { pool, logger, attempts = DELIVERY_ATTEMPTS } = options;
+  const attempt = attempter(options);
   return async (notificationId: string): Promise<void> => {
     const client = await pool.connect();
     let locked = false;
@@ -72,54 +135,67 @@ export function createDelivery({ pool, deliverers, logger, attempts = DELIVERY_A
         return;
       }
       const notification = await loadForDelivery(client, notificationId);
-      if (!notification || (notification.status !== "pending" && notification.status !== "failed")) return;
-
-      const deliverer = deliverers[notification.channel];
-      if (!deliverer) {
-        await recordAttempt(client, notificationId, "dead_letter", `${NO_DELIVERER} ${notification.channel}`);
-        logger.warn({ notificationId, channel: notification.channel }, "notifier: no deliverer; dead-lettered");
-        return;
-      }
-      const deliverable = notification.kind === EMAIL_CONFIRMATION_KIND ? await withConfirmationToken(client, notification) : notification;
-      if (!deliverable) {
-        await recordAttempt(client, notificationId, "dead_letter", CONFIRMATION_GONE);
-        logger.info({ notificationId }, "notifier: email confirmation no longer pending; dead-lettered");
-        return;
-      }
+      if (!deliverableNow(notification)) return;
       // Resume the round where a dead worker left it: a crash never buys extra attempts.
-      const firstAttempt = Math.min(notification.roundAttempts + 1, attempts);
-      for (let attempt = firstAttempt; attempt <= attempts; attempt++) {
-        const timer = metrics?.deliverySeconds.startTimer({ channel: notification.channel });
-        try {
-          await deliverer.deliver(deliverable, client);
-          timer?.({ outcome: "sent" });
-          await recordAttempt(client, notificationId, "sent", null);
-          logger.info({ notificationId, eventId: notification.sourceEventId, channel: notification.channel }, "notifier: delivered");
+      for (let n = Math.min(notification.roundAttempts + 1, attempts); ; n++) {
+        const outcome = await attempt(client, notification, n);
+        await recordAttempt(client, notificationId, outcome.status, outcome.lastError);
+        if (outcome.retryInMs === undefined) return;
+        // Past the backoff's cap (a long Retry-After) the round's next attempt is a job of its own at that time,
+        // so no job sleeps for minutes.
+        if (outcome.retryInMs > BACKOFF_CAP_MS) {
+          await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId }, { runAt: new Date(Date.now() + outcome.retryInMs) });
           return;
-        } catch (err) {
-          timer?.({ outcome: "failed" });
-          const lastError = (err as Error).message;
-          const permanent = reasonCategory(lastError) === "permanent";
-          const exhausted = permanent || attempt === attempts;
-          await recordAttempt(client, notificationId, exhausted ? "dead_letter" : "failed", lastError);
-          logger.warn(
-            { notificationId, channel: notification.channel, attempt, permanent, err: { message: lastError } },
-            exhausted ? "notifier: delivery dead-lettered" : "notifier: delivery attempt failed",
-          );
-          if (exhausted) return;
-          // A Retry-After (a push service's 429 or 503) is honoured: within the backoff's cap the wait is the longer of the
-          // two; past it the round's next attempt is a job of its own at that time, so no job sleeps for minutes.
-          const retryAfterMs = err instanceof DeliveryError ? (err.retryAfterMs ?? 0) : 0;
-          if (retryAfterMs > BACKOFF_CAP_MS) {
-            await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId }, { runAt: new Date(Date.now() + retryAfterMs) });
-            return;
-          }
-          await new Promise((resolve) => setTimeout(resolve, Math.max(backoffMs(attempt), retryAfterMs)));
         }
+        await new Promise((resolve) => setTimeout(resolve, outcome.retryInMs));
       }
     } finally {
       // A client whose unlock failed may still hold the lock: destroy it rather than pool it.
       if (locked) await unlockDelivery(client, notificationId).catch(() => (broken = true));
+      client.release(broken);
+    }
+  };
+}
+
+/**
+ * Delivers a batch of notifications (the alert fan-out's:
+ * lib/queue.ts enqueueDeliveryBatches) on one client: their delivery locks,
+ * their rows, their outcomes and their unlocks a statement each for the whole
+ * batch, and the sends at once (docs/decisions/0084). Each gets one attempt
+ * here, its round's next; a notification whose round goes on is queued as a
+ * notification__deliver job of its own at its backoff (or Retry-After), once its
+ * lock is released, and that job resumes the round. One whose lock another
+ * delivery holds is left to that delivery. The graphile-worker task
+ * (jobs/notification-deliver.ts) calls the function this returns.
+ */
+export function createBatchDelivery(options: DeliveryOptions) {
+  const { pool, logger, attempts = DELIVERY_ATTEMPTS } = options;
+  const attempt = attempter(options);
+  return async (notificationIds: readonly string[]): Promise<void> => {
+    const client = await pool.connect();
+    let locked: string[] = [];
+    let broken = false;
+    try {
+      locked = await tryLockDeliveries(client, notificationIds);
+      if (locked.length < notificationIds.length) {
+        logger.info({ notifications: notificationIds.length - locked.length }, "notifier: deliveries already running elsewhere");
+      }
+      const due = (await loadManyForDelivery(client, locked)).filter(deliverableNow);
+      const outcomes = await Promise.all(due.map((n) => attempt(client, n, Math.min(n.roundAttempts + 1, attempts))));
+      await recordAttempts(client, outcomes);
+      const unlocking = locked;
+      locked = [];
+      await unlockDeliveries(client, unlocking);
+      const now = Date.now();
+      await enqueueMany(
+        client,
+        outcomes
+          .filter((o) => o.retryInMs !== undefined)
+          .map((o) => ({ task: NOTIFICATION_DELIVER_TASK, payload: { notificationId: o.id }, options: { runAt: new Date(now + o.retryInMs!) } })),
+      );
+    } finally {
+      // A client whose unlock failed may still hold the locks: destroy it rather than pool it.
+      if (locked.length > 0) await unlockDeliveries(client, locked).catch(() => (broken = true));
       client.release(broken);
     }
   };

@@ -72,14 +72,18 @@ const runner = await orExit(logger, "notifier: database", () =>
   startWorker({
     pool,
     logger,
-    taskList: notifierTasks({ pool, deliverers, logger, metrics, wakeRelay }),
+    taskList: notifierTasks({ pool, deliverers, logger, metrics, wakeRelay, alertDeliveryBatch: config.NOTIFIER_ALERT_DELIVERY_BATCH }),
     crontab: NOTIFIER_CRONTAB,
     concurrency: config.NOTIFIER_WORKER_CONCURRENCY,
     localQueueSize: config.NOTIFIER_WORKER_CONCURRENCY * 4,
   }),
 );
 const fanoutRunner = await orExit(logger, "notifier: database", () =>
-  startFanoutWorker(pool, logger, { concurrency: config.NOTIFIER_FANOUT_CONCURRENCY, duty: config.NOTIFIER_FANOUT_DUTY }),
+  startFanoutWorker(pool, logger, {
+    concurrency: config.NOTIFIER_FANOUT_CONCURRENCY,
+    duty: config.NOTIFIER_FANOUT_DUTY,
+    deliveryBatch: config.NOTIFIER_ALERT_DELIVERY_BATCH,
+  }),
 );
 const storage = createObjectStorage(config);
 const photoRunner = await orExit(logger, "notifier: database", () =>

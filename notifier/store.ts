@@ -180,12 +180,36 @@ export interface PushSubscriptionRow {
  * drain's statements per push; docs/decisions/0080).
  */
 export async function loadForDelivery(client: Queryable, id: string): Promise<DeliverableNotification | null> {
-  const { rows } = await client.query<DeliverableNotification & { pushSubscriptions: PushSubscriptionRow[] | null }>({
+  const { rows } = await client.query<DeliveryRow>({
     // Named: parsed and planned once per connection; every delivery runs it.
     name: "notifier-load-for-delivery",
-    // The address is a subquery, not a join: with a join the planner hash-joined the whole preference table
-    // whenever it expected more than a row or two for the id (a new partition without statistics).
-    text: `select n.id, n.recipient_actor_id as "recipientActorId", n.channel, n.status, n.attempts,
+    text: `${DELIVERY_SELECT} where n.id = $1::uuid`,
+    values: [id],
+  });
+  return rows[0] ? deliverable(rows[0]) : null;
+}
+
+/** loadForDelivery for a batch (notifier/delivery.ts createBatchDelivery), in one statement; the order is not kept. */
+export async function loadManyForDelivery(client: Queryable, ids: readonly string[]): Promise<DeliverableNotification[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await client.query<DeliveryRow>({
+    name: "notifier-load-many-for-delivery",
+    text: `${DELIVERY_SELECT} where n.id = any($1::uuid[])`,
+    values: [ids],
+  });
+  return rows.map(deliverable);
+}
+
+type DeliveryRow = DeliverableNotification & { pushSubscriptions: PushSubscriptionRow[] | null };
+
+const deliverable = (row: DeliveryRow): DeliverableNotification => {
+  if (row.pushSubscriptions === null) delete (row as DeliverableNotification).pushSubscriptions;
+  return row;
+};
+
+// The address is a subquery, not a join: with a join the planner hash-joined the whole preference table
+// whenever it expected more than a row or two for the id (a new partition without statistics).
+const DELIVERY_SELECT = `select n.id, n.recipient_actor_id as "recipientActorId", n.channel, n.status, n.attempts,
        n.round_attempts as "roundAttempts", n.kind, n.subject, n.body, n.data, n.source_event_id as "sourceEventId",
        (select p.email from notification_preference p where p.actor_id = n.recipient_actor_id) as email,
        case when n.channel = 'push' then
@@ -193,15 +217,7 @@ export async function loadForDelivery(client: Queryable, id: string): Promise<De
              order by s.created_at), '[]')
           from push_subscription s where s.actor_id = n.recipient_actor_id)
        end as "pushSubscriptions"
-     from notification n
-     where n.id = $1::uuid`,
-    values: [id],
-  });
-  const row = rows[0];
-  if (!row) return null;
-  if (row.pushSubscriptions === null) delete (row as DeliverableNotification).pushSubscriptions;
-  return row as DeliverableNotification;
-}
+     from notification n`;
 
 /**
  * Gives a waiting email confirmation the hash of a new token and an expiry
@@ -225,6 +241,13 @@ export async function armConfirmation(
   return rows[0]?.email ?? null;
 }
 
+/** An attempt's outcome, as recordAttempt(s) write it. */
+export interface AttemptOutcome {
+  id: string;
+  status: Exclude<NotificationStatus, "pending">;
+  lastError: string | null;
+}
+
 /** Records one delivery attempt: its outcome, the error (if any) and the time. */
 export async function recordAttempt(
   client: Queryable,
@@ -244,6 +267,25 @@ export async function recordAttempt(
        updated_at = now()
      where id = $1::uuid`,
     values: [id, status, lastError],
+  });
+}
+
+/** recordAttempt for a batch's attempts, in one statement. */
+export async function recordAttempts(client: Queryable, outcomes: readonly AttemptOutcome[]): Promise<void> {
+  if (outcomes.length === 0) return;
+  await client.query({
+    name: "notifier-record-attempts",
+    // `n.id = any($1)` as well as the join: each partition's id index finds the rows, whatever the unnest is estimated at.
+    text: `update notification n
+     set attempts = n.attempts + 1,
+       round_attempts = n.round_attempts + 1,
+       status = u.status,
+       last_error = coalesce(u.last_error, n.last_error),
+       sent_at = case when u.status = 'sent' then now() else n.sent_at end,
+       updated_at = now()
+     from unnest($1::uuid[], $2::text[], $3::text[]) as u(id, status, last_error)
+     where n.id = any($1::uuid[]) and n.id = u.id`,
+    values: [outcomes.map((o) => o.id), outcomes.map((o) => o.status), outcomes.map((o) => o.lastError)],
   });
 }
 

@@ -5,13 +5,13 @@ import { ALERTS_DIGEST_CRONTAB, ALERTS_DIGEST_TASK, alertsDigestTask } from "../
 import { ALERTS_SWEEP_CRONTAB, ALERTS_SWEEP_TASK, alertsSweepTask } from "../jobs/alerts-sweep.js";
 import { CONTACT_MESSAGES_DIGEST_CRONTAB, CONTACT_MESSAGES_DIGEST_TASK, contactMessagesDigestTask } from "../jobs/contact-messages-digest.js";
 import { matchSubjectTask } from "../jobs/match-subject.js";
-import { notificationDeliverTask } from "../jobs/notification-deliver.js";
-import { MATCH_SUBJECT_TASK, NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
+import { notificationDeliverBatchTask, notificationDeliverTask } from "../jobs/notification-deliver.js";
+import { MATCH_SUBJECT_TASK, NOTIFICATION_DELIVER_BATCH_TASK, NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
 import { runDigest } from "./alerts/digest.js";
 import { requeueStalledFanouts, type FanoutOptions } from "./alerts/fanout.js";
 import { fanoutTasks } from "./alerts/worker.js";
 import { runContactMessageDigest } from "./contact-messages-digest.js";
-import { createDelivery } from "./delivery.js";
+import { createBatchDelivery, createDelivery } from "./delivery.js";
 import type { Deliverers } from "./deliverers/types.js";
 import { createMatcher } from "./matching/matcher.js";
 import type { NotifierMetrics } from "./metrics.js";
@@ -29,7 +29,7 @@ export const NOTIFIER_CRONTAB = [ALERTS_DIGEST_CRONTAB, ALERTS_SWEEP_CRONTAB, CO
 /** The alert fan-out's recurring tasks: the morning digest and the stall sweep. */
 export function alertHousekeepingTasks(pool: Pool, fanout?: FanoutOptions): TaskList {
   return {
-    [ALERTS_DIGEST_TASK]: alertsDigestTask(() => runDigest(pool, undefined, fanout?.dailyCap)),
+    [ALERTS_DIGEST_TASK]: alertsDigestTask(() => runDigest(pool, undefined, fanout?.dailyCap, fanout?.deliveryBatch)),
     [ALERTS_SWEEP_TASK]: alertsSweepTask(() => requeueStalledFanouts(pool)),
   } as TaskList;
 }
@@ -46,6 +46,8 @@ export interface NotifierTaskOptions {
   metrics?: NotifierMetrics;
   /** Wakes the relay after a job committed events (lib/bus.ts relayWaker); without it the relay's poll finds them. */
   wakeRelay?: () => void;
+  /** nearby_lost notifications per delivery job of the morning digest (NOTIFIER_ALERT_DELIVERY_BATCH). */
+  alertDeliveryBatch?: number;
 }
 
 /**
@@ -53,11 +55,12 @@ export interface NotifierTaskOptions {
  * matching, the alert crons and the held contact messages' digest. The
  * fan-out's batches run on a runner of their own (notifier/alerts/worker.ts).
  */
-export function notifierTasks({ pool, deliverers, logger, metrics, wakeRelay }: NotifierTaskOptions): TaskList {
+export function notifierTasks({ pool, deliverers, logger, metrics, wakeRelay, alertDeliveryBatch }: NotifierTaskOptions): TaskList {
   return {
     [NOTIFICATION_DELIVER_TASK]: notificationDeliverTask(createDelivery({ pool, deliverers, logger, metrics })),
+    [NOTIFICATION_DELIVER_BATCH_TASK]: notificationDeliverBatchTask(createBatchDelivery({ pool, deliverers, logger, metrics })),
     [MATCH_SUBJECT_TASK]: matchSubjectTask(createMatcher({ pool, logger, wakeRelay })),
-    ...alertHousekeepingTasks(pool),
+    ...alertHousekeepingTasks(pool, { deliveryBatch: alertDeliveryBatch }),
     [CONTACT_MESSAGES_DIGEST_TASK]: contactMessagesDigestTask(() => runContactMessageDigest(pool)),
   } as TaskList;
 }

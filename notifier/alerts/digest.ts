@@ -1,8 +1,8 @@
 import { actorSuspendedSql } from "../../lib/accounts.js";
-import { DAILY_ALERT_CAP, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
+import { DAILY_ALERT_CAP, NEARBY_DELIVERY_BATCH, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
-import { enqueueDeliveries } from "../../lib/queue.js";
+import { enqueueDeliveryBatches } from "../../lib/queue.js";
 import { channelsFor, emailPreferences, insertNotifications, needingDelivery, type NewNotification } from "../store.js";
 import { closestCoveringSubscriptions } from "./coverage.js";
 import { digestDraft, digestSourceId, type AlertReport } from "./messages.js";
@@ -129,7 +129,7 @@ export interface DigestResult {
 }
 
 /** Sends every digest due before `today` (UTC date, YYYY-MM-DD; defaults to the database's today). */
-export async function runDigest(pool: Pool, today?: string, dailyCap = DAILY_ALERT_CAP): Promise<DigestResult> {
+export async function runDigest(pool: Pool, today?: string, dailyCap = DAILY_ALERT_CAP, deliveryBatch = NEARBY_DELIVERY_BATCH): Promise<DigestResult> {
   const day =
     today ?? (await pool.query<{ day: string }>(`select to_char((now() at time zone 'utc')::date, 'YYYY-MM-DD') as day`)).rows[0]!.day;
   for (const fanout of await fanoutsWithUnlistedDeferrals(pool, day)) {
@@ -154,7 +154,7 @@ export async function runDigest(pool: Pool, today?: string, dailyCap = DAILY_ALE
         }));
       });
       const inserted = await insertNotifications(client, notifications);
-      await enqueueDeliveries(client, needingDelivery(inserted), { priority: NEARBY_DELIVERY_PRIORITY });
+      await enqueueDeliveryBatches(client, needingDelivery(inserted), { priority: NEARBY_DELIVERY_PRIORITY, size: deliveryBatch });
       return { subscriberDays: new Set(rows.map((r) => `${r.actorId}\n${r.day}`)).size, notifications: inserted.length };
     });
     result.subscriberDays += slice.subscriberDays;

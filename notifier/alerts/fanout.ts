@@ -1,8 +1,8 @@
-import { DAILY_ALERT_CAP, FANOUT_BATCH_SIZE, MAX_ALERT_RESENDS, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
+import { DAILY_ALERT_CAP, FANOUT_BATCH_SIZE, MAX_ALERT_RESENDS, NEARBY_DELIVERY_BATCH, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { ALERTS_FANOUT_TASK } from "../../lib/job-payloads.js";
-import { enqueueDeliveries } from "../../lib/queue.js";
+import { enqueueDeliveryBatches } from "../../lib/queue.js";
 import type { QueuedJob } from "../queued-job.js";
 import type { ReactionCheck } from "../reaction-checks.js";
 import { channelsFor, emailPreferences } from "../store.js";
@@ -81,6 +81,8 @@ export const uncoveredFanoutCheck: ReactionCheck<FanoutStartJob> = {
 export interface FanoutOptions {
   batchSize?: number;
   dailyCap?: number;
+  /** nearby_lost notifications per delivery job (NOTIFIER_ALERT_DELIVERY_BATCH). */
+  deliveryBatch?: number;
 }
 
 export type BatchResult =
@@ -109,7 +111,7 @@ export async function runFanoutBatch(
   options: FanoutOptions = {},
   start?: Omit<FanoutStart, "eventId">,
 ): Promise<BatchResult> {
-  const { batchSize = FANOUT_BATCH_SIZE, dailyCap = DAILY_ALERT_CAP } = options;
+  const { batchSize = FANOUT_BATCH_SIZE, dailyCap = DAILY_ALERT_CAP, deliveryBatch = NEARBY_DELIVERY_BATCH } = options;
   return withTransaction(pool, async (client): Promise<BatchResult> => {
     await store.commitWithoutWaitingForFlush(client);
     if (batch === 0 && start) await store.insertFanout(client, { ...start, eventId: fanoutId });
@@ -132,7 +134,7 @@ export async function runFanoutBatch(
       return { outcome: "collected", recipients: claimed.pending + claimed.deferred, deferred: claimed.deferred };
     }
     const decided = await store.decideBatch(client, fanout, batch, dailyCap);
-    await notify(client, fanout, decided.notified);
+    await notify(client, fanout, decided.notified, deliveryBatch);
     let { deferred, next } = decided;
     // Mostly past the cap: other fan-outs in the area reached it since this one was collected (a burst
     // of reports in a city). The capped subscribers of its later batches are deferred now, in one statement.
@@ -148,8 +150,11 @@ export async function runFanoutBatch(
   });
 }
 
-/** The batch's notifications in one insert (in-app ones sent), and their email deliveries in one add_jobs, behind other notifications'. */
-async function notify(client: Queryable, fanout: store.LockedFanout, recipients: store.Decided["notified"]): Promise<void> {
+/**
+ * The batch's notifications in one insert (in-app ones sent), and their email and push deliveries in one add_jobs,
+ * `deliveryBatch` notifications a job, behind other notifications'.
+ */
+async function notify(client: Queryable, fanout: store.LockedFanout, recipients: store.Decided["notified"], deliveryBatch: number): Promise<void> {
   if (recipients.length === 0) return;
   const texts = nearbyLostTexts({ reportId: fanout.reportId, species: fanout.species, lat: fanout.lat, lon: fanout.lon, lastSeenAt: fanout.lastSeenAt });
   const preferences = await emailPreferences(client, recipients.map((r) => r.actorId));
@@ -162,7 +167,7 @@ async function notify(client: Queryable, fanout: store.LockedFanout, recipients:
     })),
   );
   const needDelivery = await insertNearbyNotifications(client, fanout, texts, rows);
-  await enqueueDeliveries(client, needDelivery, { priority: NEARBY_DELIVERY_PRIORITY });
+  await enqueueDeliveryBatches(client, needDelivery, { priority: NEARBY_DELIVERY_PRIORITY, size: deliveryBatch });
 }
 
 /** A fan-out untouched this long lost its job (a batch touches the row on every commit). */

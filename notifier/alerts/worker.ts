@@ -34,6 +34,10 @@ export function fanoutTasks(pool: Pool, options?: FanoutOptions, duty = 1): Task
  * NOTIFIER_FANOUT_CONCURRENCY slots (1 by default), each busy at most
  * NOTIFIER_FANOUT_DUTY of the time, and queue behind each other.
  */
-export function startFanoutWorker(pool: Pool, logger: Logger, { concurrency, duty }: { concurrency: number; duty: number }): Promise<SupervisedWorker> {
-  return startWorker({ pool, logger, taskList: fanoutTasks(pool, {}, duty), concurrency });
+export function startFanoutWorker(
+  pool: Pool,
+  logger: Logger,
+  { concurrency, duty, deliveryBatch }: { concurrency: number; duty: number; deliveryBatch?: number },
+): Promise<SupervisedWorker> {
+  return startWorker({ pool, logger, taskList: fanoutTasks(pool, { deliveryBatch }, duty), concurrency });
 }

@@ -32,6 +32,8 @@ export const MAX_PUSH_PAYLOAD_BYTES = 3 * 1024;
 /** How long a push service keeps an undelivered message for a phone that is off: one day. */
 export const PUSH_TTL_SECONDS = 86_400;
 const REQUEST_TIMEOUT_MS = 10_000;
+/** Connections open at once to one push service (`npx tsx bench/push-drain.ts`, connections and the drain rate). */
+export const MAX_SOCKETS_PER_ORIGIN = 32;
 /** A VAPID JWT's lifetime (RFC 8292 allows up to 24 h) and how long one is reused. */
 const VAPID_TOKEN_SECONDS = 12 * 3600;
 const VAPID_TOKEN_REUSE_MS = 3600_000;
@@ -137,8 +139,10 @@ type Outcome =
 export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
   const { pool, subject, publicBaseUrl, allowHosts = [] } = options;
   const vapidKeys = typeof options.vapid === "function" ? options.vapid : () => options.vapid as VapidKeys;
-  // Connections kept alive per origin, as fetch's global agent did (one per delivery job slot).
-  const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+  // Connections kept alive per origin. A batch delivery job sends its notifications at once, so the job slots
+  // times the batch could each open one; MAX_SOCKETS_PER_ORIGIN bounds them, the rest wait for a free one.
+  const agentOptions = { keepAlive: true, maxSockets: MAX_SOCKETS_PER_ORIGIN };
+  const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
 
   // One VAPID JWT per push service origin, signed for 12 h and reused for an hour: an ES256 signature per push
   // would be the same token again (ALERTS_BENCH_PARTS=push npx tsx bench/alerts-fanout.ts, pushesPerSecond).

@@ -80,10 +80,10 @@ describe("a fan-out in batches", () => {
     expect(await ledger(reportId)).toEqual([{ status: "notified", n: 7 }]);
     expect(await batchSizes(h.db.pool, fanout)).toEqual([]);
 
-    // In-app rows are the message itself: written sent. The email one got its delivery job, behind other notifications (priority 10).
+    // In-app rows are the message itself: written sent. The email one is in a batch delivery job, behind other notifications (priority 10).
     const { rows } = await h.db.pool.query(
       `select n.channel, n.status, n.attempts, n.sent_at is not null as "sentAt", count(j.id)::int as jobs, min(j.priority) as priority
-       from notification n left join graphile_worker.jobs j on j.key = 'notification__deliver:' || n.id
+       from notification n left join graphile_worker._private_jobs j on j.payload::jsonb->'notificationIds' ? n.id::text
        where n.kind = 'nearby_lost' and n.data->>'lostReportId' = $1
        group by 1, 2, 3, 4 order by 1`,
       [reportId],

@@ -7,9 +7,9 @@ import type { Env } from "../../lib/config.js";
 import type { Pool, Queryable } from "../../lib/db.js";
 import { EventType, type EventEnvelope } from "../../lib/events.js";
 import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
-import { notificationDeliverTask } from "../../jobs/notification-deliver.js";
-import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
-import { createDelivery } from "../../notifier/delivery.js";
+import { notificationDeliverBatchTask, notificationDeliverTask } from "../../jobs/notification-deliver.js";
+import { NOTIFICATION_DELIVER_BATCH_TASK, NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
+import { createBatchDelivery, createDelivery } from "../../notifier/delivery.js";
 import type { Deliverers } from "../../notifier/deliverers/types.js";
 import { devEnv, TEST_STREAM } from "../helpers/app.js";
 import { freePort } from "../helpers/nats.js";
@@ -78,12 +78,14 @@ export async function maxRowsPerSourceEvent(db: Queryable): Promise<number> {
   return rows[0]!.n;
 }
 
+/** Delivery jobs that would deliver this notification: its own, and batches (the alert fan-out's) naming it. */
 export async function deliveryJobsFor(db: Queryable, notificationId: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     `select count(*)::int as n
      from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-     where t.identifier = $1 and j.payload->>'notificationId' = $2`,
-    [NOTIFICATION_DELIVER_TASK, notificationId],
+     where (t.identifier = $1 and j.payload->>'notificationId' = $3)
+        or (t.identifier = $2 and j.payload::jsonb->'notificationIds' ? $3)`,
+    [NOTIFICATION_DELIVER_TASK, NOTIFICATION_DELIVER_BATCH_TASK, notificationId],
   );
   return rows[0]!.n;
 }
@@ -98,7 +100,11 @@ export function startDeliveryWorker(pool: Pool, deliverers: Deliverers, moreTask
   return startWorker({
     pool,
     logger,
-    taskList: { [NOTIFICATION_DELIVER_TASK]: notificationDeliverTask(createDelivery({ pool, deliverers, logger })), ...moreTasks },
+    taskList: {
+      [NOTIFICATION_DELIVER_TASK]: notificationDeliverTask(createDelivery({ pool, deliverers, logger })),
+      [NOTIFICATION_DELIVER_BATCH_TASK]: notificationDeliverBatchTask(createBatchDelivery({ pool, deliverers, logger })),
+      ...moreTasks,
+    },
     concurrency: 4,
     pollInterval: 200,
   });

@@ -38,7 +38,7 @@ async function subscribePhone(actor: string): Promise<void> {
 async function nearbyRows(actors: string[]) {
   const { rows } = await h.db.pool.query<{ actor: string; channel: string; status: string; digest: boolean; jobs: number }>(
     `select n.recipient_actor_id as actor, n.channel, n.status, n.data ? 'digestDay' as digest,
-       (select count(*)::int from graphile_worker.jobs j where j.key = 'notification__deliver:' || n.id) as jobs
+       (select count(*)::int from graphile_worker._private_jobs j where j.payload::jsonb->'notificationIds' ? n.id::text) as jobs
      from notification n where n.kind = 'nearby_lost' and n.recipient_actor_id = any($1) order by 1, 4, 2`,
     [actors],
   );

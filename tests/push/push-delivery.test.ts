@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withTransaction } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
-import { NO_PUSH_SUBSCRIPTION, reasonCategory, type NotificationKind } from "../../lib/notifications.js";
-import { enqueue } from "../../lib/queue.js";
+import { deliveryLockKey, NO_PUSH_SUBSCRIPTION, reasonCategory, type NotificationKind } from "../../lib/notifications.js";
+import { enqueue, enqueueDeliveryBatches } from "../../lib/queue.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
 import { buildDeliverers } from "../../notifier/deliverers/index.js";
 import { MAX_PUSH_PAYLOAD_BYTES, PUSH_TTL_SECONDS } from "../../notifier/deliverers/push.js";
@@ -245,6 +245,90 @@ describe("a push service that refuses the message (413)", () => {
     const next = await notify("push-413");
     expect(await settled(next)).toMatchObject({ status: "sent" });
     expect(push.requestsTo(sub.endpoint).map((r) => r.status)).toEqual([413, 201]);
+  });
+});
+
+/** An alert's push rows as the fan-out writes them; queued (enqueueDeliveryBatches) as batch jobs of `size` when given. */
+async function alertPushes(recipients: string[], size?: number): Promise<string[]> {
+  return withTransaction(h.api.pool, async (client) => {
+    const ids: string[] = [];
+    const sourceEventId = randomUUID();
+    for (const recipient of recipients) {
+      const id = await insertNotification(client, {
+        recipientActorId: recipient,
+        sourceKey: `nearby_lost:${sourceEventId}`,
+        subject: "A dog was reported lost near you",
+        body: "Brown and white, answers to Rex",
+        sourceEventId,
+        eventType: EventType.AnimalLostReported,
+        kind: "nearby_lost",
+        data: { lostReportId: randomUUID() },
+        channel: "push",
+      });
+      ids.push(id!);
+    }
+    if (size) await enqueueDeliveryBatches(client, ids, { size });
+    return ids;
+  });
+}
+
+describe("an alert's pushes, a batch of notifications per delivery job", () => {
+  it("sends each once and records each outcome; one the push service may take later is retried by a job of its own", async () => {
+    const [took, gone, refused, busy] = ["took", "gone", "refused", "busy"].map((k) => `push-batch-${k}-${randomUUID().slice(0, 8)}`);
+    const subs = new Map<string, TestSubscription & { id: string }>();
+    for (const actor of [took!, gone!, refused!, busy!]) subs.set(actor, await subscribe(actor));
+    push.answer(subs.get(gone!)!.endpoint, { status: 410 });
+    push.answer(subs.get(refused!)!.endpoint, { status: 413 });
+    push.answer(subs.get(busy!)!.endpoint, { status: 503 });
+
+    // Two jobs: three notifications, then one.
+    const ids = await alertPushes([took!, gone!, refused!, busy!], 3);
+    const [tookId, goneId, refusedId, busyId] = ids;
+    expect(await settled(tookId!)).toMatchObject({ status: "sent", attempts: 1, last_error: null });
+    expect(await settled(goneId!)).toMatchObject({ status: "dead_letter", attempts: 1, last_error: NO_PUSH_SUBSCRIPTION });
+    const refusedRow = await settled(refusedId!);
+    expect(refusedRow).toMatchObject({ status: "dead_letter", attempts: 1 });
+    expect(refusedRow.last_error).toMatch(/provider rejected the push: 413/);
+    // The 503 left the row failed, and its round's second attempt came from a notification__deliver job after the backoff.
+    expect(await settled(busyId!)).toMatchObject({ status: "sent", attempts: 2 });
+    const [first, second] = push.requestsTo(subs.get(busy!)!.endpoint);
+    expect([first?.status, second?.status]).toEqual([503, 201]);
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(240);
+
+    const took1 = push.requestsTo(subs.get(took!)!.endpoint);
+    expect(took1.map((r) => r.status)).toEqual([201]);
+    expect(took1[0]!.error).toBeUndefined();
+    expect(took1[0]!.payload).toMatchObject({ kind: "nearby_lost", body: "Brown and white, answers to Rex", data: { notificationId: tookId } });
+    expect(push.requestsTo(subs.get(refused!)!.endpoint).map((r) => r.status)).toEqual([413]);
+    expect(await subscriptionIds(gone!)).toEqual([]);
+    expect(await subscriptionIds(refused!)).toEqual([subs.get(refused!)!.id]);
+  });
+
+  it("leaves alone a notification another delivery holds, and never sends one already sent again", async () => {
+    const [held, done, fresh] = ["held", "done", "fresh"].map((k) => `push-batch-${k}-${randomUUID().slice(0, 8)}`);
+    const subs = new Map<string, TestSubscription & { id: string }>();
+    for (const actor of [held!, done!, fresh!]) subs.set(actor, await subscribe(actor));
+    const [heldId, doneId, freshId] = await alertPushes([held!, done!, fresh!]);
+    await h.api.pool.query(`update notification set status = 'sent', attempts = 1, sent_at = now() where id = $1`, [doneId]);
+    const holder = await h.api.pool.connect();
+    try {
+      await holder.query(`select pg_advisory_lock(hashtextextended($1, 0))`, [deliveryLockKey(heldId!)]);
+      await enqueueDeliveryBatches(h.api.pool, [heldId!, doneId!, freshId!], { size: 100 });
+      expect(await settled(freshId!)).toMatchObject({ status: "sent", attempts: 1 });
+      expect(push.requestsTo(subs.get(fresh!)!.endpoint)).toHaveLength(1);
+      // The job is done (its key gone) and the other two were not sent by it.
+      await eventually(async () => {
+        const { rows } = await h.api.pool.query(`select count(*)::int as n from graphile_worker._private_jobs where payload::jsonb->'notificationIds' ? $1`, [freshId]);
+        return rows[0].n === 0 ? true : undefined;
+      });
+      expect(await row(heldId!)).toMatchObject({ status: "pending", attempts: 0 });
+      expect(push.requestsTo(subs.get(held!)!.endpoint)).toEqual([]);
+      expect(await row(doneId!)).toMatchObject({ status: "sent", attempts: 1 });
+      expect(push.requestsTo(subs.get(done!)!.endpoint)).toEqual([]);
+    } finally {
+      await holder.query(`select pg_advisory_unlock_all()`);
+      holder.release();
+    }
   });
 });
 
