@@ -131,6 +131,7 @@ export async function runContactMessageDigest(pool: Pool): Promise<ContactMessag
         channelsFor(draft.kind, preferences.get(recipient)).map((channel) => ({
           ...draft,
           sourceEventId,
+          sourceOccurredAt: new Date(),
           eventType: EventType.ContactMessageReceived,
           channel,
         })),

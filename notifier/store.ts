@@ -56,11 +56,11 @@ export interface NewNotification extends NotificationDraft {
    * millisecond): notifications are partitioned on it, and it is part of the
    * key that keeps one row per (source event, recipient, channel), so every
    * copy of an event must give the same value (migration 000022). A source
-   * that is no event gives a time fixed with its id (a digest's day). Left
-   * out, the inserting transaction's start is used: only for a row that no
-   * redelivery can repeat.
+   * that is no event gives a time fixed with its id (a digest's day), or, for
+   * a source id made fresh with the row (a contact-message digest), the time
+   * it was made.
    */
-  sourceOccurredAt?: string | Date;
+  sourceOccurredAt: string | Date;
   eventType: EventType;
   channel: Channel;
 }
@@ -76,7 +76,7 @@ export const notificationArrays = (batch: NewNotification[]): unknown[] => [
   batch.map((n) => n.subject),
   batch.map((n) => n.body),
   batch.map((n) => JSON.stringify(n.data)),
-  batch.map((n) => (n.sourceOccurredAt instanceof Date ? n.sourceOccurredAt.toISOString() : (n.sourceOccurredAt ?? null))),
+  batch.map((n) => (n.sourceOccurredAt instanceof Date ? n.sourceOccurredAt.toISOString() : n.sourceOccurredAt)),
 ];
 
 /** The rows of notificationArrays: recipient, channel, source event, source key, event type, kind, subject, body, data, source time. */
@@ -120,7 +120,7 @@ export async function insertNotifications(
   const { rows } = await client.query<{ id: string; sourceEventId: string; status: NotificationStatus }>(
     `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
                                source_occurred_at, status, attempts, round_attempts, sent_at)
-     select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d, coalesce(u.o, now()), ${newRowStatus("u.c")}
+     select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d, u.o, ${newRowStatus("u.c")}
      from ${notificationsUnnest} as u(r, c, e, k, t, kind, s, b, d, o)
      on conflict (source_event_id, source_occurred_at, recipient_actor_id, channel) do nothing
      returning id, source_event_id as "sourceEventId", status`,

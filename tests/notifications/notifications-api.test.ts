@@ -33,6 +33,7 @@ async function seed(s: Seed): Promise<string> {
     recipientActorId: s.recipient,
     channel: s.channel ?? "email",
     sourceEventId: s.sourceEventId ?? randomUUID(),
+    sourceOccurredAt: new Date(),
     sourceKey: s.sourceKey ?? `relay_message:${randomUUID()}`,
     eventType: EventType.ContactMessageReceived,
     kind: "relay_message",

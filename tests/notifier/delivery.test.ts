@@ -38,6 +38,7 @@ async function createNotification(recipient: string, channel: Channel, message =
       subject: "Someone sent a message about your lost animal",
       body: message,
       sourceEventId: event.id,
+      sourceOccurredAt: event.occurredAt,
       eventType: EventType.ContactMessageReceived,
       kind: "relay_message",
       data: {},
