@@ -69,8 +69,8 @@ for (const [key, r] of recallByEvidence(heldOutCandidates)) {
   console.log(`    ${key.padEnd(30)} ${String(r.n).padStart(5)} pairs, suggested ${pct(r.hit / r.n)}`);
 }
 
-const calibrated = RUNS.find((r) => r.name === "fit-l1")!.weights;
-console.log("\noperating points: fit-l1 with its bias raised by, threshold alone | with the margin (both seeds):");
+const calibrated = RUNS.find((r) => r.name === "l1-descr")!.weights;
+console.log("\noperating points: l1-descr with its bias raised by, threshold alone | with the margin (both seeds):");
 for (const shift of [0, 0.4, 0.8, 1.2, 1.6, 1.8, 2.0, 2.2, 2.4]) {
   const weights = { ...calibrated, bias: calibrated.bias + shift };
   const at = (data: typeof fitSet, pre: Candidate[][], policy: SuggestionPolicy) => line(evaluate(data, weights, pre, policy));

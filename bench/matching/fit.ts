@@ -3,7 +3,10 @@
  * candidate pairs of one generated set. Weights the set cannot estimate (a different or
  * near chip, a near-duplicate photo: too rare, or perfectly separating) stay as given.
  *
- *   npx tsx bench/matching/fit.ts [seed=1] [pairs=2000] [lambda=1] [heldOutSeed=2] [targetRecall=0.85] [--city]
+ *   npx tsx bench/matching/fit.ts [seed=1] [pairs=2000] [lambda=1] [heldOutSeed=2] [targetRecall=0.85] [--city] [--described]
+ *
+ * --described fits only the bias and the size, age and collar weights (DESCRIBED_WEIGHTS),
+ * holding every other weight at DEFAULT_WEIGHTS: how those were added (decision 84).
  *
  * --city adds every candidate pair of the dense city of the same seed (city.ts) as a second
  * population: the weights are fitted on both, each population with an intercept of its own.
@@ -22,6 +25,8 @@ import type { MatchingDataset } from "./generate.js";
 import { candidateEvidence, candidates, evaluate } from "./metrics.js";
 
 export const FIXED_WEIGHTS: WeightName[] = ["chipNear", "chipDifferent", "photoClose"];
+/** What the marks and description say of size, age and collar (compare.ts `describe`). */
+export const DESCRIBED_WEIGHTS: WeightName[] = ["sizeAgree", "sizeConflict", "ageAgree", "ageConflict", "collarAlike", "collarUnlike", "collarMissing"];
 
 function solve(a: number[][], b: number[]): number[] {
   const n = b.length;
@@ -50,14 +55,15 @@ export function fitWeights(
   lambda: number,
   start: MatchWeights = DEFAULT_WEIGHTS,
   intercepts: number[] = [],
+  fixed: WeightName[] = FIXED_WEIGHTS,
 ): MatchWeights {
-  const weightNames = (Object.keys(WEIGHT_REASON) as WeightName[]).filter((n) => !FIXED_WEIGHTS.includes(n));
+  const weightNames = (Object.keys(WEIGHT_REASON) as WeightName[]).filter((n) => !fixed.includes(n));
   const populations = rows.reduce((m, r) => Math.max(m, r.population ?? 0), 0);
   const names = [...weightNames, ...Array.from({ length: populations }, (_, i) => `population${i + 1}`)];
   const data = rows.map((r) => {
     const f = evidenceFeatures(r.evidence);
     const own = Array.from({ length: populations }, (_, i) => ((r.population ?? 0) === i + 1 ? 1 : 0));
-    return { x: [...weightNames.map((n) => f[n]), ...own], offset: FIXED_WEIGHTS.reduce((s, n) => s + start[n] * f[n], 0), y: r.isTrue ? 1 : 0, weight: r.weight ?? 1 };
+    return { x: [...weightNames.map((n) => f[n]), ...own], offset: fixed.reduce((s, n) => s + start[n] * f[n], 0), y: r.isTrue ? 1 : 0, weight: r.weight ?? 1 };
   });
   // Only features some pair shows can be fitted; the others keep their starting value.
   const seen = names.map((_, j) => data.some((d) => d.x[j] !== 0));
@@ -115,7 +121,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     rows.push(...city.map((r) => ({ ...r, population: 1 })));
   }
   const intercepts: number[] = [];
-  const weights = fitWeights(rows, lambda, DEFAULT_WEIGHTS, intercepts);
+  const held = process.argv.includes("--described")
+    ? (Object.keys(WEIGHT_REASON) as WeightName[]).filter((n) => n !== "bias" && !DESCRIBED_WEIGHTS.includes(n))
+    : FIXED_WEIGHTS;
+  const weights = fitWeights(rows, lambda, DEFAULT_WEIGHTS, intercepts, held);
   if (withCity) console.log(`intercepts: scenes ${intercepts[0]}, city ${intercepts[1]}`);
   const shift = recallShift(fitSet, weights, targetRecall);
   const shifted = { ...weights, bias: Math.round((weights.bias + shift) * 100) / 100 };

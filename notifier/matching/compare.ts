@@ -4,9 +4,15 @@
  * side says nothing (a missing field is no evidence either way).
  */
 import {
+  AGE_FILLER,
+  AGE_WORDS,
+  AGE_YEARS,
+  type AgeClass,
   BREED_FILLER,
   BREEDS,
+  COLLAR_COLOUR_WORDS,
   COLOR_WORDS,
+  collarColourSimilarity,
   type CoatPattern,
   type ColorFamily,
   closeSpelling,
@@ -14,6 +20,9 @@ import {
   MIXED_WORDS,
   normalizeText,
   patternSimilarity,
+  SIZE_FILLER,
+  SIZE_WORDS,
+  type SizeClass,
   tokenize,
 } from "./vocabulary.js";
 
@@ -84,16 +93,24 @@ function parseBreedUncached(text: string): ParsedBreed {
   return parsed;
 }
 
-const breedCache = new Map<string, ParsedBreed>();
-export function parseBreed(text: string): ParsedBreed {
-  let parsed = breedCache.get(text);
-  if (!parsed) {
-    if (breedCache.size > 10_000) breedCache.clear();
-    parsed = parseBreedUncached(text);
-    breedCache.set(text, parsed);
-  }
-  return parsed;
+/**
+ * `parse` remembering the last 10,000 or so texts: a job scores one side against tens of
+ * candidates, and the same reports come back job after job.
+ */
+function memoized<T>(parse: (text: string) => T): (text: string) => T {
+  const cache = new Map<string, T>();
+  return (text) => {
+    let parsed = cache.get(text);
+    if (parsed === undefined) {
+      if (cache.size > 10_000) cache.clear();
+      parsed = parse(text);
+      cache.set(text, parsed);
+    }
+    return parsed;
+  };
 }
+
+export const parseBreed = memoized(parseBreedUncached);
 
 /**
  * same: one pure breed on each side, the same one. common: the same, but a breed most animals
@@ -126,6 +143,9 @@ export function compareBreeds(a: string | null, b: string | null): BreedMatch | 
     return pure ? "same" : "partial";
   }
   for (const x of pa.breeds) for (const y of pb.breeds) if (relatedPairs.has(`${x}|${y}`)) return "related";
+  // Words this file cannot read as a breed ("small fluffy dog", "leopard print") say nothing
+  // for or against a breed it can: weak, as a mix is, not a different breed.
+  if ([pa, pb].some((p) => [...p.breeds].every((x) => !BREEDS[x]))) return "weak";
   return pure ? "different" : "weak";
 }
 
@@ -205,4 +225,97 @@ export function sharedWords(a: string | null, b: string | null): number | null {
   let shared = 0;
   for (const [word, weight] of ta) if (tb.has(word)) shared += weight;
   return shared;
+}
+
+/**
+ * What a report's marks and description say of the animal as a whole, phrase by phrase (split
+ * at punctuation): its size ("a very big dog"), its age ("looks old", "8 months old") and its
+ * collar ("red collar with tag", "no collar"). A size or an age counts only in a phrase that says
+ * nothing else, so "big belly" or "small white chest patch" is a mark, not a size; a phrase that
+ * names a collar is about the collar. A side that names two sizes or two ages says neither.
+ */
+export interface Described {
+  size: SizeClass | null;
+  age: AgeClass | null;
+  /** The collar's colours (none named: empty), "none" when the report says it wore none. */
+  collar: Set<string> | "none" | null;
+  /** The text without the phrases above: what the shared-word count compares. */
+  rest: string | null;
+}
+
+const SIZE_ORDER: SizeClass[] = ["small", "medium", "large"];
+const AGE_ORDER: AgeClass[] = ["young", "adult", "senior"];
+const NEGATIONS = new Set(["no", "not", "without", "none", "lost", "missing"]);
+
+function sizeOf(words: string[]): SizeClass | null {
+  const rest = words.filter((w) => !SIZE_FILLER.has(w) && !COLOR_WORDS[w]);
+  const sizes = new Set(rest.map((w) => SIZE_WORDS[w]));
+  return rest.length > 0 && sizes.size === 1 && !sizes.has(undefined) ? [...sizes][0]! : null;
+}
+
+function ageOf(words: string[]): AgeClass | null {
+  const rest = words.filter((w) => !AGE_FILLER.has(w));
+  const years = /^(\d+(?:\.\d+)?) (year|years|yr|yrs|month|months|mo|week|weeks|wk|wks) old$/.exec(rest.join(" "));
+  if (years) {
+    const n = Number(years[1]) / (years[2]!.startsWith("m") ? 12 : years[2]!.startsWith("w") ? 52 : 1);
+    return n < AGE_YEARS.adultFrom ? "young" : n < AGE_YEARS.seniorFrom ? "adult" : "senior";
+  }
+  if (rest.join(" ") === "middle aged") return "adult";
+  const ages = new Set(rest.map((w) => AGE_WORDS[w]));
+  return rest.length > 0 && ages.size === 1 && !ages.has(undefined) ? [...ages][0]! : null;
+}
+
+function describeUncached(text: string): Described {
+  const sizes = new Set<SizeClass>();
+  const ages = new Set<AgeClass>();
+  let collar: Described["collar"] = null;
+  const rest: string[] = [];
+  for (const phrase of text.split(/[.,;:!?()\n]+/)) {
+    const words = normalizeText(phrase).split(" ").filter(Boolean);
+    if (words.length === 0) continue;
+    const at = words.findIndex((w) => w === "collar" || w === "collars");
+    if (at >= 0) {
+      if (words.slice(0, at).some((w) => NEGATIONS.has(w))) collar = collar ?? "none";
+      else {
+        const colours = words.flatMap((w) => (COLLAR_COLOUR_WORDS[w] ? [COLLAR_COLOUR_WORDS[w]!] : []));
+        const before = collar as Described["collar"];
+        collar = before instanceof Set ? new Set([...before, ...colours]) : new Set(colours);
+      }
+      continue;
+    }
+    const size = sizeOf(words);
+    const age = size ? null : ageOf(words);
+    if (size) sizes.add(size);
+    else if (age) ages.add(age);
+    else rest.push(phrase.trim());
+  }
+  return {
+    size: sizes.size === 1 ? [...sizes][0]! : null,
+    age: ages.size === 1 ? [...ages][0]! : null,
+    collar,
+    rest: rest.length > 0 ? rest.join(". ") : null,
+  };
+}
+
+const describeText = memoized(describeUncached);
+export function describe(text: string | null): Described {
+  return text?.trim() ? describeText(text) : { size: null, age: null, collar: null, rest: null };
+}
+
+/** 0 when both sides put the animal in one class, 1 a class apart, 2 two apart; null when either says nothing. */
+const classesApart = <T>(order: T[], a: T | null, b: T | null) => (a && b ? Math.abs(order.indexOf(a) - order.indexOf(b)) : null);
+export const compareSizes = (a: SizeClass | null, b: SizeClass | null) => classesApart(SIZE_ORDER, a, b);
+export const compareAges = (a: AgeClass | null, b: AgeClass | null) => classesApart(AGE_ORDER, a, b);
+
+/**
+ * Two collars: how alike their colours are (0..1) when both name some, "missing" when one side
+ * says the animal wore none and the other names a collar (collars slip off), else null.
+ */
+export function compareCollars(a: Described["collar"], b: Described["collar"]): number | "missing" | null {
+  if (a === null || b === null) return null;
+  if (a === "none" || b === "none") return a === b ? null : "missing";
+  if (a.size === 0 || b.size === 0) return null;
+  let best = 0;
+  for (const x of a) for (const y of b) best = Math.max(best, collarColourSimilarity(x, y));
+  return best;
 }

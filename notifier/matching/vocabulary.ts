@@ -316,3 +316,50 @@ export function tokenize(text: string | null | undefined): Map<string, number> {
   }
   return tokens;
 }
+
+// ---------------------------------------------------------------------------------------------
+// What both sides say of the animal as a whole: its size, its age, and its collar. Lost and
+// found forms ask for them, and a finder can see them (a collar's colour, a small or a big
+// dog, a puppy or a grey old one), so a disagreement is evidence against, where the shared-word
+// count only ever saw agreement (and counted "nylon" on a pink and a green collar as alike).
+
+export type SizeClass = "small" | "medium" | "large";
+export const SIZE_WORDS: Record<string, SizeClass> = {
+  small: "small", little: "small", tiny: "small", toy: "small", petite: "small", mini: "small",
+  medium: "medium", average: "medium", mid: "medium", midsize: "medium", normal: "medium",
+  large: "large", big: "large", huge: "large", giant: "large", massive: "large",
+};
+/** Words a size phrase may carry besides the size ("a very big dog", "medium sized"). */
+export const SIZE_FILLER = new Set([
+  "a", "an", "the", "very", "quite", "fairly", "rather", "really", "bit", "sized", "size", "build", "built", "frame", "breed",
+  "dog", "cat", "puppy", "pup", "kitten", "boy", "girl", "one", "looking", "looks", "seems",
+]);
+
+export type AgeClass = "young" | "adult" | "senior";
+export const AGE_WORDS: Record<string, AgeClass> = {
+  young: "young", puppy: "young", pup: "young", kitten: "young", baby: "young", juvenile: "young", youngster: "young",
+  adult: "adult", grown: "adult", mature: "adult",
+  old: "senior", older: "senior", elderly: "senior", senior: "senior", geriatric: "senior", aged: "senior",
+};
+/** Words an age phrase may carry besides the age ("looks old", "only 8 months old", "middle aged"). */
+export const AGE_FILLER = new Set([
+  "a", "an", "the", "very", "quite", "fairly", "rather", "only", "about", "around", "approx", "approximately", "maybe", "roughly",
+  "looks", "look", "looking", "seems", "probably", "dog", "cat", "boy", "girl", "one", "fully",
+]);
+/** Age in years where a young animal becomes an adult, and an adult a senior. */
+export const AGE_YEARS = { adultFrom: 2, seniorFrom: 9 };
+
+/** Collar colours as collars come, not as coats: blue is blue here, not grey. */
+export const COLLAR_COLOUR_WORDS: Record<string, string> = {
+  red: "red", scarlet: "red", maroon: "red", burgundy: "red", pink: "pink", rose: "pink", magenta: "pink",
+  orange: "orange", yellow: "yellow", gold: "yellow", green: "green", lime: "green", olive: "green", teal: "blue",
+  blue: "blue", navy: "blue", turquoise: "blue", purple: "purple", violet: "purple", lilac: "purple", lavender: "purple",
+  black: "black", white: "white", grey: "grey", gray: "grey", silver: "grey", brown: "brown", tan: "brown", leather: "brown",
+  camouflage: "camouflage", camo: "camouflage", tartan: "tartan", plaid: "tartan",
+};
+/** Collar colours a finder may name for one another (in poor light, or by habit), symmetric. */
+export const collarColourSimilarity = lookup<string>([
+  ["red", "pink", 0.4], ["red", "orange", 0.4], ["red", "purple", 0.3], ["pink", "purple", 0.4], ["blue", "purple", 0.4],
+  ["orange", "yellow", 0.4], ["orange", "brown", 0.3], ["blue", "grey", 0.3], ["black", "grey", 0.3], ["green", "camouflage", 0.5],
+  ["brown", "camouflage", 0.5], ["red", "tartan", 0.5], ["green", "tartan", 0.3], ["blue", "black", 0.2],
+]);

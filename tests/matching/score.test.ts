@@ -151,6 +151,32 @@ describe("scoreMatch", () => {
     expect(none.contributions.marks).toBeLessThanOrEqual(0);
   });
 
+  it("compares the collar's colour, the size and the age both sides state, and holds a disagreement against the pair", () => {
+    const marksOf = (owner: Partial<MatchSubject>, finder: Partial<MatchSubject>) => scoreMatch(lost(owner), found(finder)).contributions.marks ?? 0;
+    const nothing = scoreMatch(lost({ marks: "green nylon collar" }), found()).score;
+    // Another collar's colour: against, though the words "nylon collar" are shared.
+    const pink = scoreMatch(lost({ marks: "green nylon collar" }), found({ marks: "pink nylon collar" }));
+    expect(pink.score).toBeLessThan(nothing);
+    expect(pink.contributions.marks).toBeLessThan(-1);
+    expect(marksOf({ marks: "green nylon collar" }, { marks: "wearing a green collar" })).toBeGreaterThan(1);
+    // A collar lost on the way is no proof of another animal.
+    expect(Math.abs(marksOf({ marks: "red collar with tag" }, { marks: "no collar" }))).toBeLessThan(0.5);
+    // Size and age, in anyone's words; a phrase that names a part ("big belly") is a mark, not a size.
+    expect(marksOf({ description: "large, 12 years old" }, { description: "very big dog. looks old" })).toBeGreaterThan(1.5);
+    expect(marksOf({ description: "tiny" }, { description: "found near the park, big dog" })).toBeLessThan(-1.5);
+    expect(marksOf({ description: "only 8 months old" }, { description: "elderly" })).toBeLessThan(-1);
+    expect(marksOf({ description: "4 years old" }, { description: "middle aged" })).toBeGreaterThan(0.5);
+    expect(marksOf({ marks: "big belly" }, { description: "little dog" })).toBe(0);
+  });
+
+  it("reads breed words it does not know as saying nothing against a known breed", () => {
+    const breedOf = (a: string, b: string) => scoreMatch(lost({ breed: a }), found({ breed: b })).contributions.breed ?? 0;
+    // "small fluffy dog" is no breed "fluffy" different from a Malamute: as weak as a mix.
+    expect(breedOf("Malamute", "small fluffy dog")).toBeGreaterThan(breedOf("Malamute", "Labrador"));
+    expect(breedOf("Malamute", "small fluffy dog")).toBe(breedOf("Malamute", "mixed"));
+    expect(breedOf("fluffy", "small fluffy dog")).toBeGreaterThan(1);
+  });
+
   it("decays with distance and with time", () => {
     const at = (km: number, days: number) => scoreMatch(lost({ point: north(km), at: new Date(foundAt.getTime() - days * DAY) }), found()).score;
     expect(at(0.5, 1)).toBeGreaterThan(at(5, 1));
