@@ -1,18 +1,24 @@
+import type { InjectOptions } from "fastify";
 import { describe, expect, it } from "vitest";
 import { admin, as } from "../helpers/app.js";
 import { useTestApi } from "../helpers/harness.js";
 
 const t = useTestApi();
 
+// Each request from an address of its own: on a fast machine this file's requests outrun one address's
+// bucket of the per-IP limiter (40, then 20 a second), which would answer 429 before any route runs.
+let requests = 0;
+const inject = (options: InjectOptions) => t.api.app.inject({ remoteAddress: `10.77.${(requests >> 8) & 255}.${requests++ & 255}`, ...options });
+
 const inOneHour = () => new Date(Date.now() + 3_600_000).toISOString();
 const suspension = { reasonCode: "scam", reasonDetail: "asked finders for a reward up front" };
 
 function suspend(userId: string, body: object = suspension, by = admin()) {
-  return t.api.app.inject({ method: "POST", url: `/v1/admin/accounts/${userId}/suspend`, headers: by, payload: body });
+  return inject({ method: "POST", url: `/v1/admin/accounts/${userId}/suspend`, headers: by, payload: body });
 }
 
 function restore(userId: string, body: object = { reason: "appeal upheld" }, by = admin()) {
-  return t.api.app.inject({ method: "POST", url: `/v1/admin/accounts/${userId}/restore`, headers: by, payload: body });
+  return inject({ method: "POST", url: `/v1/admin/accounts/${userId}/restore`, headers: by, payload: body });
 }
 
 async function auditFor(objectId: string) {
@@ -58,7 +64,7 @@ describe("suspend records the suspension and audits it in the same transaction",
         metadata: { ...suspension, expiresAt: new Date(expiresAt).toISOString(), previousStatus: "active" },
       },
     ]);
-    const read = await t.api.app.inject({ url: "/v1/admin/accounts/user-s1", headers: admin() });
+    const read = await inject({ url: "/v1/admin/accounts/user-s1", headers: admin() });
     expect(read.json()).toEqual(res.json());
   });
 
@@ -113,8 +119,8 @@ describe("an admin cannot suspend their own account", () => {
 describe("a suspended actor is rejected on every endpoint from its next request on", () => {
   it("refuses actor, public and admin routes with 403 account-suspended once suspended, with no delay", async () => {
     const victim = as("user-live", ["platform_admin"]);
-    expect((await t.api.app.inject({ method: "POST", url: "/v1/safety/lost-reports", headers: victim, payload: lostReport })).statusCode).toBe(201);
-    expect((await t.api.app.inject({ url: "/v1/admin/audit-events", headers: victim })).statusCode).toBe(200);
+    expect((await inject({ method: "POST", url: "/v1/safety/lost-reports", headers: victim, payload: lostReport })).statusCode).toBe(201);
+    expect((await inject({ url: "/v1/admin/audit-events", headers: victim })).statusCode).toBe(200);
 
     expect((await suspend("user-live")).statusCode).toBe(200);
 
@@ -128,7 +134,7 @@ describe("a suspended actor is rejected on every endpoint from its next request 
       { method: "GET" as const, url: "/no/such/route" },
     ];
     for (const attempt of attempts) {
-      const res = await t.api.app.inject({ ...attempt, headers: victim });
+      const res = await inject({ ...attempt, headers: victim });
       expect(res.statusCode, attempt.url).toBe(403);
       expect(res.json()).toMatchObject({ type: expect.stringMatching(/\/account-suspended$/), status: 403 });
     }
@@ -137,14 +143,14 @@ describe("a suspended actor is rejected on every endpoint from its next request 
   });
 
   it("still serves public routes to a caller who presents no credential", async () => {
-    expect((await t.api.app.inject({ url: "/healthz" })).statusCode).toBe(200);
+    expect((await inject({ url: "/healthz" })).statusCode).toBe(200);
   });
 
   it("lets the actor back in on the request after a restore", async () => {
     await suspend("user-back");
-    expect((await t.api.app.inject({ url: "/healthz", headers: as("user-back") })).statusCode).toBe(403);
+    expect((await inject({ url: "/healthz", headers: as("user-back") })).statusCode).toBe(403);
     expect((await restore("user-back")).statusCode).toBe(200);
-    expect((await t.api.app.inject({ url: "/healthz", headers: as("user-back") })).statusCode).toBe(200);
+    expect((await inject({ url: "/healthz", headers: as("user-back") })).statusCode).toBe(200);
   });
 });
 
@@ -153,7 +159,7 @@ describe("the report creates refuse a suspended actor in their own statement, in
   // Each from an address of its own: these cases alone would empty one address's per-IP bucket (burst 40) for the file's later cases.
   let address = 0;
   const create = (actor: string, url: string, payload: unknown, headers: Record<string, string> = {}) =>
-    t.api.app.inject({
+    inject({
       method: "POST",
       url,
       headers: { ...as(actor), ...headers },
@@ -223,18 +229,18 @@ describe("the report creates refuse a suspended actor in their own statement, in
 describe("a suspension with expiresAt ends by itself; one without lasts until a restore", () => {
   it("treats the account as active once expiresAt has passed", async () => {
     await suspend("user-exp", { ...suspension, expiresAt: inOneHour() });
-    expect((await t.api.app.inject({ url: "/healthz", headers: as("user-exp") })).statusCode).toBe(403);
+    expect((await inject({ url: "/healthz", headers: as("user-exp") })).statusCode).toBe(403);
     await t.db.pool.query(`update account set suspension_expires_at = now() - interval '1 second' where user_id = 'user-exp'`);
-    expect((await t.api.app.inject({ url: "/healthz", headers: as("user-exp") })).statusCode).toBe(200);
-    const state = await t.api.app.inject({ url: "/v1/admin/accounts/user-exp", headers: admin() });
+    expect((await inject({ url: "/healthz", headers: as("user-exp") })).statusCode).toBe(200);
+    const state = await inject({ url: "/v1/admin/accounts/user-exp", headers: admin() });
     expect(state.json()).toMatchObject({ userId: "user-exp", status: "active" });
   });
 
   it("keeps an indefinite suspension however old it is", async () => {
     await suspend("user-forever");
     await t.db.pool.query(`update account set suspended_at = now() - interval '5 years' where user_id = 'user-forever'`);
-    expect((await t.api.app.inject({ url: "/healthz", headers: as("user-forever") })).statusCode).toBe(403);
-    const state = await t.api.app.inject({ url: "/v1/admin/accounts/user-forever", headers: admin() });
+    expect((await inject({ url: "/healthz", headers: as("user-forever") })).statusCode).toBe(403);
+    const state = await inject({ url: "/v1/admin/accounts/user-forever", headers: admin() });
     expect(state.json()).toMatchObject({ status: "suspended" });
     expect(state.json().expiresAt).toBeUndefined();
   });
@@ -297,7 +303,7 @@ describe("the change and its audit event commit together or not at all", () => {
       expect(res.statusCode).toBe(500);
       expect(res.json()).toMatchObject({ type: expect.stringMatching(/\/internal$/) });
       expect(await accountRow("user-atomic")).toBeUndefined();
-      expect((await t.api.app.inject({ url: "/healthz", headers: as("user-atomic") })).statusCode).toBe(200);
+      expect((await inject({ url: "/healthz", headers: as("user-atomic") })).statusCode).toBe(200);
     } finally {
       await t.db.pool.query(`drop trigger test_reject_audit on audit_event; drop function test_reject_audit();`);
     }
