@@ -49,6 +49,19 @@ export interface BuildAppOptions extends Omit<AppDeps, "storage" | "reads"> {
   tagPhotos?: TagPhotoSource;
 }
 
+/** The public reads DATABASE_REPLICA_URL and its settings ask for, on the primary `pool` when there is no replica. */
+export function startConfiguredReads(config: AppDeps["config"], pool: AppDeps["pool"], logger: Logger, registry: Registry): Promise<PublicReads> {
+  return startPublicReads({
+    primary: pool,
+    replicaUrl: config.DATABASE_REPLICA_URL,
+    maxLagMs: config.DATABASE_REPLICA_MAX_LAG_MS,
+    poolSize: config.DATABASE_POOL_SIZE,
+    poolOptions: { namedStatements: config.DATABASE_NAMED_STATEMENTS, sessionSettings: config.DATABASE_SESSION_SETTINGS },
+    logger,
+    registry,
+  });
+}
+
 /**
  * Builds the API. Hook order on every request: the per-IP limiter, then
  * authentication and RequireNotSuspended, then the route's gate; only then is
@@ -57,17 +70,7 @@ export interface BuildAppOptions extends Omit<AppDeps, "storage" | "reads"> {
 export async function buildApp({ logger, onRoute, metrics: registry, clock, tagPhotos, storage, reads, ...rest }: BuildAppOptions): Promise<FastifyInstance> {
   const metrics = registry ?? createMetricsRegistry("api");
   // First: a DATABASE_REPLICA_URL that is no replica refuses to start before anything else is made.
-  const publicReads =
-    reads ??
-    (await startPublicReads({
-      primary: rest.pool,
-      replicaUrl: rest.config.DATABASE_REPLICA_URL,
-      maxLagMs: rest.config.DATABASE_REPLICA_MAX_LAG_MS,
-      poolSize: rest.config.DATABASE_POOL_SIZE,
-      poolOptions: { namedStatements: rest.config.DATABASE_NAMED_STATEMENTS, sessionSettings: rest.config.DATABASE_SESSION_SETTINGS },
-      logger,
-      registry: metrics,
-    }));
+  const publicReads = reads ?? (await startConfiguredReads(rest.config, rest.pool, logger, metrics));
   const deps: AppDeps = { ...rest, reads: publicReads, storage: storage ?? createObjectStorage(rest.config) };
   const { config, pool } = deps;
   let limiter: IpLimiter | undefined;

@@ -4,9 +4,8 @@ import { loadApiConfig } from "../lib/config.js";
 import { checkRoleSettings, createPool } from "../lib/db.js";
 import { buildMetricsServer } from "../lib/health.js";
 import { createMetricsRegistry } from "../lib/metrics.js";
-import { startPublicReads } from "../lib/read-replica.js";
 import { installShutdown } from "../lib/shutdown.js";
-import { buildApp } from "./app.js";
+import { buildApp, startConfiguredReads } from "./app.js";
 
 const { config, logger } = loadConfigOrExit("api", loadApiConfig);
 
@@ -28,17 +27,7 @@ const pool = createPool({
 if (config.DATABASE_SESSION_SETTINGS === "role") await orExit(logger, "database role settings", () => checkRoleSettings(pool, logger));
 const metrics = createMetricsRegistry("api");
 // A DATABASE_REPLICA_URL that is not in recovery is fatal; an unreachable one is a warning (lib/read-replica.ts).
-const reads = await orExit(logger, "read replica", () =>
-  startPublicReads({
-    primary: pool,
-    replicaUrl: config.DATABASE_REPLICA_URL,
-    maxLagMs: config.DATABASE_REPLICA_MAX_LAG_MS,
-    poolSize: config.DATABASE_POOL_SIZE,
-    poolOptions: { namedStatements: config.DATABASE_NAMED_STATEMENTS, sessionSettings: config.DATABASE_SESSION_SETTINGS },
-    logger,
-    registry: metrics,
-  }),
-);
+const reads = await orExit(logger, "read replica", () => startConfiguredReads(config, pool, logger, metrics));
 // The API wakes the relay over the bus after each write (api/plugins/relay-wake-ups.ts).
 const app = await buildApp({ config, pool, reads, js: busClient(nc), wakeRelay: relayWaker(nc), logger, metrics });
 // Prometheus scrapes its own port (API_METRICS_ADDR); the public one answers 404 for /metrics.

@@ -1,3 +1,4 @@
+import type pg from "pg";
 import { log, type BenchStack } from "./stack.js";
 import { round } from "./stats.js";
 
@@ -23,6 +24,37 @@ export const CLUSTERS = [
   { name: "100k", n: 100_000, lat: 58.5, lon: 14.0 },
 ];
 
+/** The city's subscribers (`city-<n>`): uniform over the disc, radius 10.5–20 km, so each covers the centre. */
+export async function seedCitySubscriptions(pool: pg.Pool): Promise<void> {
+  await pool.query(
+    `insert into alert_subscription (actor_id, location, radius_m)
+     select 'city-' || g, st_project(st_setsrid(st_makepoint($2, $1), 4326)::geography, $3::float8 * sqrt(random()), radians(random() * 360)),
+            10500 + random() * 9500
+     from generate_series(1, $4::int) g`,
+    [CITY.lat, CITY.lon, CITY.radiusM, CITY.subscriptions],
+  );
+}
+
+/**
+ * `count` open lost reports over a country-sized box (the alerts search's
+ * scenario, and its replica twin), each with the expiry the API would give it:
+ * without one, the relay's report-lifetime cron would set their expires_at 100
+ * at a time during the reads. Then settled (vacuum, checkpoint) before measuring.
+ */
+export async function seedOpenLostReports(pool: pg.Pool, count: number): Promise<void> {
+  await pool.query(
+    `insert into safety_lost_report (reporter_id, species, animal_name, last_seen_at, location, coarse_location, expires_at)
+     select 'seed-' || n, (array['dog','cat','bird','rabbit','other'])[1 + n % 5], 'Seed ' || n, now() - interval '1 day',
+            st_setsrid(st_makepoint(lon, lat), 4326)::geography,
+            st_setsrid(st_makepoint(round(lon::numeric, 2)::float8, round(lat::numeric, 2)::float8), 4326)::geography,
+            now() + interval '30 days'
+     from (select n, 42 + random() * 9 as lat, -4 + random() * 12 as lon from generate_series(1, $1::int) n) s`,
+    [count],
+  );
+  await pool.query("vacuum (analyze) safety_lost_report");
+  await pool.query("checkpoint");
+}
+
 export async function seed(stack: BenchStack): Promise<void> {
   const t0 = performance.now();
   // The country: anywhere in the box, radius 0.5–20 km.
@@ -32,14 +64,7 @@ export async function seed(stack: BenchStack): Promise<void> {
      from generate_series(1, $5::int) g`,
     [COUNTRY.west, COUNTRY.east, COUNTRY.south, COUNTRY.north, COUNTRY.subscriptions],
   );
-  // The city: uniform over the disc, radius 10.5–20 km.
-  await stack.pool.query(
-    `insert into alert_subscription (actor_id, location, radius_m)
-     select 'city-' || g, st_project(st_setsrid(st_makepoint($2, $1), 4326)::geography, $3::float8 * sqrt(random()), radians(random() * 360)),
-            10500 + random() * 9500
-     from generate_series(1, $4::int) g`,
-    [CITY.lat, CITY.lon, CITY.radiusM, CITY.subscriptions],
-  );
+  await seedCitySubscriptions(stack.pool);
   // Clusters outside the country: every subscriber within 5 km of the centre with a radius of 6–10 km.
   for (const c of CLUSTERS) {
     await stack.pool.query(

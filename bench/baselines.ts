@@ -41,8 +41,13 @@ async function twoInsertTransaction(client: pg.PoolClient, n: string, triggered:
   await client.query("commit");
 }
 
-/** Closed loop: `clients` connections issuing the transaction back to back for `seconds`; transactions per second. */
-export async function rawWriteThroughput(pool: pg.Pool, { clients, seconds, triggered = false }: { clients: number; seconds: number; triggered?: boolean }): Promise<number> {
+/** Closed loop: `clients` connections each running `transaction` back to back for `seconds`; transactions per second. */
+export async function closedLoopThroughput(
+  pool: pg.Pool,
+  clients: number,
+  seconds: number,
+  transaction: (client: pg.PoolClient, tag: string) => Promise<void>,
+): Promise<number> {
   let done = 0;
   const deadline = Date.now() + seconds * 1000;
   await Promise.all(
@@ -50,7 +55,7 @@ export async function rawWriteThroughput(pool: pg.Pool, { clients, seconds, trig
       const client = await pool.connect();
       try {
         for (let i = 0; Date.now() < deadline; i++) {
-          await twoInsertTransaction(client, `${w}-${i}-${triggered}`, triggered);
+          await transaction(client, `${w}-${i}`);
           done++;
         }
       } finally {
@@ -59,6 +64,11 @@ export async function rawWriteThroughput(pool: pg.Pool, { clients, seconds, trig
     }),
   );
   return done / seconds;
+}
+
+/** The create's two inserts in a closed loop (closedLoopThroughput), on the raw copies or, `triggered`, the project's tables. */
+export function rawWriteThroughput(pool: pg.Pool, { clients, seconds, triggered = false }: { clients: number; seconds: number; triggered?: boolean }): Promise<number> {
+  return closedLoopThroughput(pool, clients, seconds, (client, tag) => twoInsertTransaction(client, `${tag}-${triggered}`, triggered));
 }
 
 /**

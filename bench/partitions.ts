@@ -28,6 +28,7 @@ import { EventType } from "../lib/events.js";
 import { migrateUp } from "../lib/migrate.js";
 import { CLAIM_BY_INDEX_SCAN, claimSql } from "../lib/outbox.js";
 import { dropOutboxDays } from "../relay/maintenance.js";
+import { closedLoopThroughput } from "./baselines.js";
 import { round, summarize, type Summary } from "./stats.js";
 
 const root = path.resolve(import.meta.dirname, "..");
@@ -202,25 +203,6 @@ async function pacedWrites(pool: pg.Pool, rate: number, seconds: number): Promis
   return summarize(latencies);
 }
 
-async function writeCapacity(pool: pg.Pool, clients: number, seconds: number): Promise<number> {
-  let done = 0;
-  const deadline = Date.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: clients }, async (_, w) => {
-      const client = await pool.connect();
-      try {
-        for (let i = 0; Date.now() < deadline; i++) {
-          await createTransaction(client, `cap-${w}-${i}-${Math.random()}`);
-          done++;
-        }
-      } finally {
-        client.release();
-      }
-    }),
-  );
-  return done / seconds;
-}
-
 const mb = (bytes: number) => `${round(bytes / 1_048_576, 1)} MB`;
 const triple = (s: Summary) => `${s.p50} / ${s.p95} / ${s.p99} ms`;
 
@@ -280,7 +262,7 @@ export async function partitionsScenario({ quick }: { quick: boolean }): Promise
       for (const [name, pool] of both) {
         log(`${name}: creates at 15/s for ${seconds} s, then 10 clients closed-loop for ${seconds / 2} s`);
         write[name]!.p95s.push(await pacedWrites(pool, 15, seconds));
-        write[name]!.tps.push(await writeCapacity(pool, 10, seconds / 2));
+        write[name]!.tps.push(await closedLoopThroughput(pool, 10, seconds / 2, (client, tag) => createTransaction(client, `cap-${tag}-${Math.random()}`)));
       }
     }
     results.write = { ...write, loadAverage: loadavg().map((l) => round(l, 2)) };

@@ -28,7 +28,7 @@ import { EventType } from "../lib/events.js";
 import { enqueueDeliveries, enqueueDeliveryBatches } from "../lib/queue.js";
 import { insertNotifications, type NewNotification } from "../notifier/store.js";
 import { TestPushService } from "../tests/helpers/push-service.js";
-import { CITY } from "./alerts-seed.js";
+import { CITY, seedCitySubscriptions } from "./alerts-seed.js";
 import { runScenarioScript, type Scenario, type ScenarioRow } from "./scenario-script.js";
 import { BENCH_VAPID, log, type BenchStack } from "./stack.js";
 import { round } from "./stats.js";
@@ -231,13 +231,7 @@ async function backlogDrain(stack: BenchStack, service: TestPushService, actors:
  */
 export async function pushDrain(stack: BenchStack, { seedCity = false } = {}) {
   if (seedCity) {
-    await stack.pool.query(
-      `insert into alert_subscription (actor_id, location, radius_m)
-       select 'city-' || g, st_project(st_setsrid(st_makepoint($2, $1), 4326)::geography, $3::float8 * sqrt(random()), radians(random() * 360)),
-              10500 + random() * 9500
-       from generate_series(1, $4::int) g`,
-      [CITY.lat, CITY.lon, CITY.radiusM, CITY.subscriptions],
-    );
+    await seedCitySubscriptions(stack.pool);
     // One in ten with an email address, as the alert bench seeds them: their alert is an email row and job too.
     await stack.pool.query(
       `insert into notification_preference (actor_id, email) select actor_id, actor_id || '@example.org'

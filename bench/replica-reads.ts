@@ -25,6 +25,7 @@ import { load } from "./load.js";
 import { runScenarioScript, type ScenarioRow } from "./scenario-script.js";
 import { log, type BenchStack } from "./stack.js";
 import { round, type Summary } from "./stats.js";
+import { seedOpenLostReports } from "./alerts-seed.js";
 
 const DB = "animal_safety";
 const RADIUS_KM = 25;
@@ -93,17 +94,7 @@ export async function replicaReadsScenario(stack: BenchStack, { quick = false }:
     log(`replica: seeding ${reports.toLocaleString("en")} open lost reports on a private primary`);
     const pool = new pg.Pool({ connectionString: primary.url(DB), max: 2 });
     // The seed of bench/run.ts's alerts scenario.
-    await pool.query(
-      `insert into safety_lost_report (reporter_id, species, animal_name, last_seen_at, location, coarse_location, expires_at)
-       select 'seed-' || n, (array['dog','cat','bird','rabbit','other'])[1 + n % 5], 'Seed ' || n, now() - interval '1 day',
-              st_setsrid(st_makepoint(lon, lat), 4326)::geography,
-              st_setsrid(st_makepoint(round(lon::numeric, 2)::float8, round(lat::numeric, 2)::float8), 4326)::geography,
-              now() + interval '30 days'
-       from (select n, 42 + random() * 9 as lat, -4 + random() * 12 as lon from generate_series(1, $1::int) n) s`,
-      [reports],
-    );
-    await pool.query("vacuum (analyze) safety_lost_report");
-    await pool.query("checkpoint");
+    await seedOpenLostReports(pool, reports);
     await pool.end();
     log("replica: pg_basebackup -R into a hot standby");
     replica = await primary.createReplica();

@@ -23,12 +23,14 @@ import {
   rawWriteLatency,
   rawWriteThroughput,
 } from "./baselines.js";
+import { seedOpenLostReports } from "./alerts-seed.js";
 import { jobsSummaryScenario } from "./jobs-summary.js";
 import { partnersScenario } from "./partners.js";
 import { partitionsScenario } from "./partitions.js";
 import { photoScenario } from "./photos.js";
 import { pushDrainScenario } from "./push-drain.js";
 import { replicaReadsScenario } from "./replica-reads.js";
+import type { ScenarioRow } from "./scenario-script.js";
 import { shareScenario } from "./share.js";
 import { log, machine, startBenchStack } from "./stack.js";
 import { load, runId } from "./load.js";
@@ -282,21 +284,7 @@ row(
 
 // 6. Alerts over a million open reports ------------------------------------------
 log(`seeding ${alertReports.toLocaleString("en")} open lost reports over a country-sized area`);
-// Each row gets its expiry, as the API gives every report it creates. Without one, the relay's
-// report-lifetime cron (every 5 minutes) would set the million rows' expires_at 100 at a time, and
-// do so during the alerts reads whenever the scenario spanned a 5-minute mark.
-await pool.query(
-  `insert into safety_lost_report (reporter_id, species, animal_name, last_seen_at, location, coarse_location, expires_at)
-   select 'seed-' || n, (array['dog','cat','bird','rabbit','other'])[1 + n % 5], 'Seed ' || n, now() - interval '1 day',
-          st_setsrid(st_makepoint(lon, lat), 4326)::geography,
-          st_setsrid(st_makepoint(round(lon::numeric, 2)::float8, round(lat::numeric, 2)::float8), 4326)::geography,
-          now() + interval '30 days'
-   from (select n, 42 + random() * 9 as lat, -4 + random() * 12 as lon from generate_series(1, $1::int) n) s`,
-  [alertReports],
-);
-// Settle what the insert set off (the autovacuum it triggers, a checkpoint for its WAL) before measuring.
-await pool.query("vacuum (analyze) safety_lost_report");
-await pool.query("checkpoint");
+await seedOpenLostReports(pool, alertReports);
 log("scenario 6: 15 rps of alerts reads, radius 25 km, and the same statement straight through pg");
 // The API and its baseline run the same search (the same radius), so their ratio compares like with like.
 const alertsRadiusKm = 25;
@@ -318,42 +306,36 @@ const photos = await photoScenario(stack, { quick });
 for (const [scenario, figure, target, note] of photos.rows) row(scenario, figure, "—", "—", target, note);
 results.photos = photos.results;
 
+/** A scenario script's rows into the table (it prints no ratio) and its figures into the results under `key`. */
+const addScenario = (key: string, { rows, results: figures }: { rows: ScenarioRow[]; results: unknown }) => {
+  for (const [scenario, figure, baseline, target, note] of rows) row(scenario, figure, baseline, "—", target, note);
+  results[key] = figures;
+};
+
 // 7b. Share pages and flyers ---------------------------------------------------
 log("scenario 7b: flyers warm and cold, share page beside the tag page");
-const share = await shareScenario(stack, { quick });
-for (const [scenario, figure, baseline, target, note] of share.rows) row(scenario, figure, baseline, "—", target, note);
-results.share = share.results;
+addScenario("share", await shareScenario(stack, { quick }));
 
 // 7c. The jobs summary over a bloated jobs table -------------------------------
 log("scenario 7c: jobs summary with 1,000,000 jobs deleted and 100,000 queued");
-const jobs = await jobsSummaryScenario(stack, { quick });
-for (const [scenario, figure, baseline, target, note] of jobs.rows) row(scenario, figure, baseline, "—", target, note);
-results.jobsSummary = jobs.results;
+addScenario("jobsSummary", await jobsSummaryScenario(stack, { quick }));
 
 // 7d. Shelter partners -------------------------------------------------------
 log("scenario 7d: in-custody creates beside finders' found reports, and a shelter's nightly publish");
-const partners = await partnersScenario(stack, { quick });
-for (const [scenario, figure, baseline, target, note] of partners.rows) row(scenario, figure, baseline, "—", target, note);
-results.partners = partners.results;
+addScenario("partners", await partnersScenario(stack, { quick }));
 
 // 7e. The alerts search on a streaming replica ----------------------------------
 log("scenario 7e: alerts on a streaming replica against the primary (a private pair of clusters)");
-const replicaReads = await replicaReadsScenario(stack, { quick });
-for (const [scenario, figure, baseline, target, note] of replicaReads.rows) row(scenario, figure, baseline, "—", target, note);
-results.replicaReads = replicaReads.results;
+addScenario("replicaReads", await replicaReadsScenario(stack, { quick }));
 
 // 7f. Time partitions of the outbox ----------------------------------------------
 log("scenario 7f: the outbox partitioned by day against unpartitioned (prune by drop and by delete, claim, creates)");
-const partitions = await partitionsScenario({ quick });
-for (const [scenario, figure, baseline, target, note] of partitions.rows) row(scenario, figure, baseline, "—", target, note);
-results.partitions = partitions.results;
+addScenario("partitions", await partitionsScenario({ quick }));
 
 // 7g. Push drain -------------------------------------------------------------------
 // Last before the limiter: it seeds the city's 20,000 alert subscriptions, so any later lost report would fan out.
 log("scenario 7g: an alert fan-out to 20,000 with 5,000 push subscribers, and its pushes' drain");
-const pushDrained = await pushDrainScenario(stack, { quick });
-for (const [scenario, figure, baseline, target, note] of pushDrained.rows) row(scenario, figure, baseline, "—", target, note);
-results.pushDrain = pushDrained.results;
+addScenario("pushDrain", await pushDrainScenario(stack, { quick }));
 
 // 8. Limiter ----------------------------------------------------------------
 log("scenario 8: limiter burst and flood");
