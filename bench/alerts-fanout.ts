@@ -32,7 +32,7 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { coveringSubscriptionsSql } from "../notifier/alerts/coverage.js";
+import { coveringSubscriptionsSql } from "../jobs/fanout/coverage.js";
 import { LOAD, morningDigest, quietWrites, seededWritesNoFanout, writesUnderFanout } from "./alerts-load.js";
 import { CITY, CLUSTERS, seed } from "./alerts-seed.js";
 import { drained, pushDrain } from "./push-drain.js";

@@ -1,7 +1,7 @@
 import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ALERTS_FANOUT_TASK, NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
-import { runDigest } from "../notifier/alerts/digest.js";
+import { runDigest } from "../jobs/scheduled/alerts-digest.js";
 import { subscriberLikePoints, type LatLon } from "./alerts-seed.js";
 import { postgresBackends, withCpu } from "./cpu.js";
 import { load, runId, type LoadResult } from "./load.js";

@@ -27,7 +27,7 @@ import pg from "pg";
 import { EventType } from "../lib/events.js";
 import { migrateUp } from "../lib/migrate.js";
 import { CLAIM_BY_INDEX_SCAN, claimSql } from "../lib/outbox.js";
-import { dropOutboxDays } from "../relay/maintenance.js";
+import { dropOutboxDays } from "../jobs/scheduled/maintenance.js";
 import { closedLoopThroughput } from "./baselines.js";
 import { round, summarize, type Summary } from "./stats.js";
 

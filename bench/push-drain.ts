@@ -26,7 +26,7 @@ import { withTransaction } from "../lib/db.js";
 import { NEARBY_DELIVERY_BATCH, NEARBY_DELIVERY_PRIORITY } from "../lib/alerts.js";
 import { EventType } from "../lib/events.js";
 import { enqueueDeliveries, enqueueDeliveryBatches } from "../lib/queue.js";
-import { insertNotifications, type NewNotification } from "../notifier/store.js";
+import { insertNotifications, type NewNotification } from "../lib/notification-rows.js";
 import { TestPushService } from "../tests/helpers/push-service.js";
 import { CITY, seedCitySubscriptions } from "./alerts-seed.js";
 import { runScenarioScript, type Scenario, type ScenarioRow } from "./scenario-script.js";

@@ -14,14 +14,15 @@ import { createPool, withOwnTransaction, type Pool } from "../lib/db.js";
 import { STREAM_SUBJECTS, type EventEnvelope, type EventType } from "../lib/events.js";
 import type { Logger } from "../lib/logger.js";
 import { InvalidEventError } from "../lib/events.js";
-import { draftNotifications, handledSubjects, type HandlerRegistry, type NotificationDraft } from "./handlers.js";
+import { draftNotifications, handledSubjects, type HandlerRegistry } from "./handlers.js";
+import { type NotificationDraft } from "../lib/notification-rows.js";
 import { planGroups } from "./grouping.js";
 import { enqueueDeliveries, enqueueMany } from "../lib/queue.js";
-import { uncoveredFanoutCheck } from "./alerts/fanout.js";
-import { idleMatchCheck } from "./matching/matcher.js";
-import { withoutIdleReactions } from "./reaction-checks.js";
+import { uncoveredFanoutCheck } from "../jobs/fanout/fanout.js";
+import { idleMatchCheck } from "../jobs/matching/matcher.js";
+import { withoutIdleReactions } from "../lib/reaction-checks.js";
 import { reactionJobs, type QueuedJob, type ReactionRegistry } from "./reactions.js";
-import { channelsFor, emailPreferences, insertNotifications, needingDelivery } from "./store.js";
+import { channelsFor, emailPreferences, insertNotifications, needingDelivery } from "../lib/notification-rows.js";
 
 /** Default ack wait; NOTIFIER_ACK_WAIT_MS overrides it. */
 export const ACK_WAIT_MS = 30_000;

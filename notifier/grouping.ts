@@ -1,5 +1,5 @@
 import type { Queryable } from "../lib/db.js";
-import type { NotificationDraft, NotificationGroup } from "./handlers.js";
+import type { NotificationDraft, NotificationGroup } from "../lib/notification-rows.js";
 
 /**
  * Grouped notifications: a draft with a `group` (notifier/handlers.ts) whose

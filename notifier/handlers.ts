@@ -3,36 +3,7 @@ import { describeMatch, matchesPath } from "../lib/matches.js";
 import { CONTACT_MESSAGE_TARGET_TYPE } from "../lib/moderation.js";
 import { CONTACT_MESSAGE_KIND, type NotificationKind } from "../lib/notifications.js";
 import type { FoundReportPartner } from "../lib/partners.js";
-
-/** A notification's `data`: ids to follow, and for a shelter's animal the shelter's public contact. */
-export type NotificationData = Record<string, string | FoundReportPartner>;
-
-/** What a handler makes of one event; the consumer adds the channels and the source event id. */
-export interface NotificationDraft {
-  recipientActorId: string;
-  kind: NotificationKind;
-  /** What the notification is about; see the `superseded` replay rule. */
-  sourceKey: string;
-  subject: string;
-  body: string;
-  /** The ids to follow (lostReportId, foundReportId, matchId, animalId, …); a shelter's match adds `partner`, its public contact. */
-  data: NotificationData;
-  /** Set to count this draft into the recipient's notification of the same group instead (notifier/grouping.ts). */
-  group?: NotificationGroup;
-}
-
-/**
- * A burst of events about one thing told as one notification: a grouped draft
- * whose event lies within `windowSeconds` of the group's first event writes
- * no notification of its own; the first one's rows take `summary(count)`.
- */
-export interface NotificationGroup {
-  /** What the group is about (`sighting:<lostReportId>`); one group per recipient and key in a window. */
-  key: string;
-  windowSeconds: number;
-  /** The group's text once it counts `count` events, this draft's event the latest. */
-  summary: (count: number) => Pick<NotificationDraft, "subject" | "body" | "data">;
-}
+import type { NotificationData, NotificationDraft, NotificationGroup } from "../lib/notification-rows.js";
 
 export type EventHandler<T extends EventType> = (event: EventEnvelope<T>) => NotificationDraft[];
 export type HandlerRegistry = { [T in EventType]?: EventHandler<T> };

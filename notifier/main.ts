@@ -9,13 +9,13 @@ import { installShutdown } from "../lib/shutdown.js";
 import { createObjectStorage } from "../lib/storage/index.js";
 import { startWorker } from "../lib/worker.js";
 import { createConsumerPool, NotificationConsumer } from "./consumer.js";
-import { startFanoutWorker } from "./alerts/worker.js";
-import { buildDeliverers } from "./deliverers/index.js";
+import { startFanoutWorker } from "../jobs/fanout/worker.js";
+import { buildDeliverers } from "../jobs/delivery/deliverers/index.js";
 import { notificationHandlers } from "./handlers.js";
 import { createNotifierMetrics } from "./metrics.js";
-import { startPhotoWorker } from "./photos/worker.js";
+import { startPhotoWorker } from "../jobs/photos/worker.js";
 import { eventReactions } from "./reactions.js";
-import { requeueStalledDeliveries } from "./store.js";
+import { requeueStalledDeliveries } from "../jobs/delivery/store.js";
 import { NOTIFIER_CRONTAB, notifierTasks } from "./task-lists.js";
 
 /** A delivery untouched this long lost its worker (deliveries touch the row every few seconds). */

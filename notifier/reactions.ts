@@ -1,7 +1,7 @@
 import { EventType, parseEventData, type EventEnvelope } from "../lib/events.js";
-import type { QueuedJob } from "./queued-job.js";
+import type { QueuedJob } from "../lib/queued-job.js";
 import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "../lib/job-payloads.js";
-import { fanoutStartJob } from "./alerts/fanout.js";
+import { fanoutStartJob } from "../jobs/fanout/fanout.js";
 
 /**
  * Durable work an event starts besides its notifications: graphile-worker

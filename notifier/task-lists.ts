@@ -7,13 +7,13 @@ import { CONTACT_MESSAGES_DIGEST_CRONTAB, CONTACT_MESSAGES_DIGEST_TASK, contactM
 import { matchSubjectTask } from "../jobs/match-subject.js";
 import { notificationDeliverBatchTask, notificationDeliverTask } from "../jobs/notification-deliver.js";
 import { MATCH_SUBJECT_TASK, NOTIFICATION_DELIVER_BATCH_TASK, NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
-import { runDigest } from "./alerts/digest.js";
-import { requeueStalledFanouts, type FanoutOptions } from "./alerts/fanout.js";
-import { fanoutTasks } from "./alerts/worker.js";
-import { runContactMessageDigest } from "./contact-messages-digest.js";
-import { createBatchDelivery, createDelivery } from "./delivery.js";
-import type { Deliverers } from "./deliverers/types.js";
-import { createMatcher } from "./matching/matcher.js";
+import { runDigest } from "../jobs/scheduled/alerts-digest.js";
+import { requeueStalledFanouts, type FanoutOptions } from "../jobs/fanout/fanout.js";
+import { fanoutTasks } from "../jobs/fanout/worker.js";
+import { runContactMessageDigest } from "../jobs/scheduled/contact-messages-digest.js";
+import { createBatchDelivery, createDelivery } from "../jobs/delivery/delivery.js";
+import type { Deliverers } from "../jobs/delivery/deliverers/types.js";
+import { createMatcher } from "../jobs/matching/matcher.js";
 import type { NotifierMetrics } from "./metrics.js";
 
 /**

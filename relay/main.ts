@@ -8,10 +8,10 @@ import { installShutdown } from "../lib/shutdown.js";
 import { startWorker } from "../lib/worker.js";
 import { MAINTENANCE_CRONTAB, MAINTENANCE_PRUNE_TASK, maintenancePruneTask } from "../jobs/maintenance-prune.js";
 import { REPORT_LIFETIME_CRONTAB, REPORT_LIFETIME_TASK, reportLifetimeTask } from "../jobs/report-lifetime.js";
-import { pruneMaintenance } from "./maintenance.js";
+import { pruneMaintenance } from "../jobs/scheduled/maintenance.js";
 import { createRelayMetrics } from "./metrics.js";
 import { OutboxRelay } from "./outbox-relay.js";
-import { runReportLifetime } from "./report-lifetime.js";
+import { runReportLifetime } from "../jobs/scheduled/report-lifetime.js";
 
 const { config, logger } = loadConfigOrExit("relay", loadRelayConfig);
 lowerPriority(logger, config.RELAY_NICE);

@@ -1,6 +1,6 @@
 import type { Queryable } from "../lib/db.js";
 import { Counter, Histogram, registerSourcedGauge, registerWorkerJobMetrics, type Registry } from "../lib/metrics.js";
-import { readPartitionHealth, type PartitionHealth } from "./maintenance.js";
+import { readPartitionHealth, type PartitionHealth } from "../jobs/scheduled/maintenance.js";
 
 export interface RelayMetrics {
   publishSeconds: Histogram;

@@ -2,7 +2,7 @@
  * One animal and how each side writes it down: the owner (who knows it, but words it their
  * way) and the finder (who sees it once, guesses breed and sex, names colours as they look).
  */
-import type { MatchSubject } from "../../notifier/matching/score.js";
+import type { MatchSubject } from "../../jobs/matching/score.js";
 import type { Rng } from "./prng.js";
 import {
   BREED_SPECS, type BreedSpec, type Coat, type Family, FAMILY_CONFUSION, FAMILY_WORDS, PATTERN_CONFUSION, PATTERN_WORDS,

@@ -11,7 +11,7 @@ import { pathToFileURL } from "node:url";
 import {
   DEFAULT_WEIGHTS, DIFFERENT_CHIPS_MAX_SCORE, evidenceFeatures, isSuggested, type MatchEvidence, type MatchWeights, matchEvidence,
   SUGGESTION_THRESHOLD, WEIGHT_REASON, type WeightName, withinCandidateWindow,
-} from "../../notifier/matching/score.js";
+} from "../../jobs/matching/score.js";
 import { type CityReport, generateCity } from "./city.js";
 
 export interface CityPairs {

@@ -18,7 +18,7 @@ import { coarsen } from "../../lib/geo.js";
 import {
   alertsOwner, DEFAULT_WEIGHTS, isSuggested, type MatchEvidence, type MatchSubject, type MatchWeights, matchEvidence, OWNER_ALERT_MARGIN_LOG_ODDS,
   OWNER_ALERT_MIN_SCORE, weighEvidence, withinCandidateWindow,
-} from "../../notifier/matching/score.js";
+} from "../../jobs/matching/score.js";
 import { finderWrites, makeAnimal, ownerWrites, randomBits } from "./animals.js";
 import type { BreedSpec, Species } from "./population.js";
 import { Rng } from "./prng.js";

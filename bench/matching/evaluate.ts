@@ -4,7 +4,7 @@
  *
  *   npx tsx bench/matching/evaluate.ts [pairs=2000] [fitSeed=1] [heldOutSeed=2]
  */
-import { matchEvidence, scoreMatch } from "../../notifier/matching/score.js";
+import { matchEvidence, scoreMatch } from "../../jobs/matching/score.js";
 import { generateDataset } from "./generate.js";
 import { type Candidate, candidates, type Evaluation, evaluate, suggestedAmong, type SuggestionPolicy } from "./metrics.js";
 import { RUNS } from "./runs.js";

@@ -18,7 +18,7 @@
 import { pathToFileURL } from "node:url";
 import {
   DEFAULT_WEIGHTS, evidenceFeatures, type MatchEvidence, type MatchWeights, WEIGHT_REASON, type WeightName,
-} from "../../notifier/matching/score.js";
+} from "../../jobs/matching/score.js";
 import { cityEvidence, generateCity } from "./city.js";
 import { generateDataset } from "./generate.js";
 import type { MatchingDataset } from "./generate.js";

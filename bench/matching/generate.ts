@@ -8,7 +8,7 @@
  */
 import { pathToFileURL } from "node:url";
 import { coarsen } from "../../lib/geo.js";
-import type { MatchSubject } from "../../notifier/matching/score.js";
+import type { MatchSubject } from "../../jobs/matching/score.js";
 import { type Animal, finderWrites, makeAnimal, ownerWrites, randomBits } from "./animals.js";
 import { Rng } from "./prng.js";
 import { SPECIES_SHARE, type Species } from "./population.js";

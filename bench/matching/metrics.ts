@@ -4,7 +4,7 @@
  */
 import {
   DEFAULT_WEIGHTS, isSuggested, type MatchEvidence, type MatchWeights, matchEvidence, SUGGESTION_THRESHOLD, scoreMatch, withinCandidateWindow,
-} from "../../notifier/matching/score.js";
+} from "../../jobs/matching/score.js";
 import type { LabelledFound, LabelledLost, MatchingDataset } from "./generate.js";
 
 export interface Candidate {

@@ -14,8 +14,8 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { createPool, type Queryable } from "../../lib/db.js";
-import { DEFAULT_WEIGHTS, matchEvidence, type MatchSubject, type MatchWeights, SUGGESTION_THRESHOLD, weighEvidence } from "../../notifier/matching/score.js";
-import { loadSide } from "../../notifier/matching/store.js";
+import { DEFAULT_WEIGHTS, matchEvidence, type MatchSubject, type MatchWeights, SUGGESTION_THRESHOLD, weighEvidence } from "../../jobs/matching/score.js";
+import { loadSide } from "../../jobs/matching/store.js";
 import { fitWeights } from "./fit.js";
 
 export const MIN_DECISIONS = 200;

@@ -3,7 +3,7 @@
  * show each on the fitting seed and on the held-out seed. Earlier feature versions and their
  * figures are in README.md. The last run is what the scorer ships (DEFAULT_WEIGHTS).
  */
-import { DEFAULT_WEIGHTS, type MatchWeights } from "../../notifier/matching/score.js";
+import { DEFAULT_WEIGHTS, type MatchWeights } from "../../jobs/matching/score.js";
 import type { SuggestionPolicy } from "./metrics.js";
 
 export interface TuningRun {

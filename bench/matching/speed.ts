@@ -18,9 +18,9 @@ import { MATCH_SUBJECT_TASK } from "../../lib/job-payloads.js";
 import { migrateUp } from "../../lib/migrate.js";
 import { enqueueMany } from "../../lib/queue.js";
 import { startWorker } from "../../lib/worker.js";
-import { createMatcher } from "../../notifier/matching/matcher.js";
-import { CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, scoreMatch } from "../../notifier/matching/score.js";
-import { findCandidates, loadSide } from "../../notifier/matching/store.js";
+import { createMatcher } from "../../jobs/matching/matcher.js";
+import { CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, scoreMatch } from "../../jobs/matching/score.js";
+import { findCandidates, loadSide } from "../../jobs/matching/store.js";
 import { log, machine } from "../stack.js";
 import { percentile, round } from "../stats.js";
 

@@ -9,7 +9,7 @@ import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } 
 import { loadApiConfig, type Env } from "../../lib/config.js";
 import { createPool, type Pool } from "../../lib/db.js";
 import { createObjectStorage, type ObjectStorage } from "../../lib/storage/index.js";
-import { createPhotoProcessor } from "../../notifier/photos/process.js";
+import { createPhotoProcessor } from "../../jobs/photos/process.js";
 import { devEnv } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";

@@ -8,7 +8,7 @@ import { runMigrations } from "graphile-worker";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { migrateUp } from "../../lib/migrate.js";
-import { runFanoutBatch } from "../../notifier/alerts/fanout.js";
+import { runFanoutBatch } from "../../jobs/fanout/fanout.js";
 import { databaseUrlFor } from "../setup/global-setup.js";
 import { batchSizes } from "./helpers.js";
 

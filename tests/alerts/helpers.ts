@@ -3,8 +3,8 @@ import type pg from "pg";
 import { withTransaction } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { enqueueMany } from "../../lib/queue.js";
-import { fanoutStartJob } from "../../notifier/alerts/fanout.js";
-import { insertFanout } from "../../notifier/alerts/store.js";
+import { fanoutStartJob } from "../../jobs/fanout/fanout.js";
+import { insertFanout } from "../../jobs/fanout/store.js";
 
 /** Set-up shared by the alert test files: subscriptions and fan-outs straight in the database. */
 

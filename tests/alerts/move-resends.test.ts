@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
-import { runFanoutBatch } from "../../notifier/alerts/fanout.js";
-import { insertFanout } from "../../notifier/alerts/store.js";
+import { runFanoutBatch } from "../../jobs/fanout/fanout.js";
+import { insertFanout } from "../../jobs/fanout/store.js";
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";

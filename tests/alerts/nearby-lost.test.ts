@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
-import { runDigest } from "../../notifier/alerts/digest.js";
+import { runDigest } from "../../jobs/scheduled/alerts-digest.js";
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { PrivacyRules } from "../helpers/privacy.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runDigest } from "../../notifier/alerts/digest.js";
-import { buildDeliverers } from "../../notifier/deliverers/index.js";
+import { runDigest } from "../../jobs/scheduled/alerts-digest.js";
+import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";

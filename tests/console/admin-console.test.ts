@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuditAction, AuditObject, writeAuditEvent } from "../../lib/audit.js";
 import { EventType } from "../../lib/events.js";
 import { LocalObjectStorage } from "../../lib/storage/index.js";
-import { createPhotoProcessor } from "../../notifier/photos/process.js";
+import { createPhotoProcessor } from "../../jobs/photos/process.js";
 import { admin, as, buildTestApi, devEnv, TEST_PHOTO_DIR, type TestApi } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { TestIdentityProvider } from "../helpers/jwks.js";

@@ -1,6 +1,6 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createMatcher } from "../../notifier/matching/matcher.js";
+import { createMatcher } from "../../jobs/matching/matcher.js";
 import { as } from "../helpers/app.js";
 import { call, createFoundReport, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
 

@@ -1,7 +1,7 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createMatcher } from "../../notifier/matching/matcher.js";
-import { runReportLifetime } from "../../relay/report-lifetime.js";
+import { createMatcher } from "../../jobs/matching/matcher.js";
+import { runReportLifetime } from "../../jobs/scheduled/report-lifetime.js";
 import { admin, as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { privacyRules } from "../helpers/privacy.js";

@@ -1,7 +1,7 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
-import { createMatcher } from "../../notifier/matching/matcher.js";
+import { createMatcher } from "../../jobs/matching/matcher.js";
 import { draftNotifications, MATCH_DIGEST_WINDOW_SECONDS, notificationHandlers } from "../../notifier/handlers.js";
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateDataset } from "../../bench/matching/generate.js";
 import { candidates, suggestedAmong } from "../../bench/matching/metrics.js";
 import { type Decision, MIN_DECISIONS, refit, TooFewDecisions } from "../../bench/matching/refit.js";
-import { DEFAULT_WEIGHTS, scoreMatch } from "../../notifier/matching/score.js";
+import { DEFAULT_WEIGHTS, scoreMatch } from "../../jobs/matching/score.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 /**

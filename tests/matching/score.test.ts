@@ -3,7 +3,7 @@ import { generateDataset } from "../../bench/matching/generate.js";
 import { evaluate } from "../../bench/matching/metrics.js";
 import {
   alertsOwner, hammingDistance, isSuggested, MATCH_REASONS, type MatchSubject, SUGGESTION_THRESHOLD, scoreMatch, withinCandidateWindow,
-} from "../../notifier/matching/score.js";
+} from "../../jobs/matching/score.js";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

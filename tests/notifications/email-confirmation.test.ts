@@ -4,7 +4,7 @@ import { loadApiConfig } from "../../lib/config.js";
 import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
 import { CONFIRMATION_GONE, reasonCategory } from "../../lib/notifications.js";
 import { enqueue } from "../../lib/queue.js";
-import { buildDeliverers } from "../../notifier/deliverers/index.js";
+import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
 import { as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";

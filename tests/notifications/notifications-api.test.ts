@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
-import { buildDeliverers } from "../../notifier/deliverers/index.js";
+import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
 import { deliveryLockKey, type Channel, type NotificationStatus } from "../../lib/notifications.js";
-import { insertNotification } from "../../notifier/store.js";
+import { insertNotification } from "../../lib/notification-rows.js";
 import { admin, as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";

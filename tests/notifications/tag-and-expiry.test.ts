@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { coarsen } from "../../lib/geo.js";
-import { runReportLifetime } from "../../relay/report-lifetime.js";
+import { runReportLifetime } from "../../jobs/scheduled/report-lifetime.js";
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";

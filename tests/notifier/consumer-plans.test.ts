@@ -3,11 +3,11 @@ import type { PoolClient } from "pg";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MATCH_SUBJECT_TASK } from "../../lib/job-payloads.js";
-import { fanoutStartJob, uncoveredFanoutCheck } from "../../notifier/alerts/fanout.js";
+import { fanoutStartJob, uncoveredFanoutCheck } from "../../jobs/fanout/fanout.js";
 import { createConsumerPool } from "../../notifier/consumer.js";
-import { idleMatchCheck } from "../../notifier/matching/matcher.js";
-import type { QueuedJob } from "../../notifier/queued-job.js";
-import { withoutIdleReactions } from "../../notifier/reaction-checks.js";
+import { idleMatchCheck } from "../../jobs/matching/matcher.js";
+import type { QueuedJob } from "../../lib/queued-job.js";
+import { withoutIdleReactions } from "../../lib/reaction-checks.js";
 import { EventType } from "../../lib/events.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 

@@ -8,7 +8,7 @@ import { createPool, type Pool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { ACK_WAIT_MS, NotificationConsumer } from "../../notifier/consumer.js";
 import { notificationHandlers, type HandlerRegistry } from "../../notifier/handlers.js";
-import { insertNotification } from "../../notifier/store.js";
+import { insertNotification } from "../../lib/notification-rows.js";
 import { TEST_STREAM } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";

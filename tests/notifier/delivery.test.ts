@@ -1,14 +1,15 @@
 import { performance } from "node:perf_hooks";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { backoffMs, BACKOFF_CAP_MS, DELIVERY_ATTEMPTS } from "../../notifier/delivery.js";
+import { backoffMs, BACKOFF_CAP_MS, DELIVERY_ATTEMPTS } from "../../jobs/delivery/delivery.js";
 import { createPool, withTransaction, type Pool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
-import { buildDeliverers } from "../../notifier/deliverers/index.js";
+import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
 import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
 import { reasonCategory, type Channel } from "../../lib/notifications.js";
 import { enqueue } from "../../lib/queue.js";
-import { insertNotification, requeueStalledDeliveries } from "../../notifier/store.js";
+import { requeueStalledDeliveries } from "../../jobs/delivery/store.js";
+import { insertNotification } from "../../lib/notification-rows.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { freePort } from "../helpers/nats.js";
 import { eventually } from "../helpers/stream.js";

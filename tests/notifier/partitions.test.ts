@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
-import { insertNotifications, type NewNotification } from "../../notifier/store.js";
-import { maintainPartitions, NOTIFICATION_PARTITIONS } from "../../relay/maintenance.js";
+import { insertNotifications, type NewNotification } from "../../lib/notification-rows.js";
+import { maintainPartitions, NOTIFICATION_PARTITIONS } from "../../jobs/scheduled/maintenance.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 /**

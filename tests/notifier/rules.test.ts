@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { backoffMs, DELIVERY_ATTEMPTS } from "../../notifier/delivery.js";
+import { backoffMs, DELIVERY_ATTEMPTS } from "../../jobs/delivery/delivery.js";
 import { EventType } from "../../lib/events.js";
 import { planFilter, serverAtLeast } from "../../notifier/consumer.js";
-import { describeSmtpFailure } from "../../notifier/deliverers/email.js";
+import { describeSmtpFailure } from "../../jobs/delivery/deliverers/email.js";
 import { InvalidEventError } from "../../lib/events.js";
 import { draftNotifications, handledSubjects, notificationHandlers } from "../../notifier/handlers.js";
 import { reasonCategory } from "../../lib/notifications.js";

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busClient } from "../../lib/bus.js";
 import { EventType } from "../../lib/events.js";
 import { envelopeSql } from "../../lib/outbox.js";
-import { buildDeliverers } from "../../notifier/deliverers/index.js";
+import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";

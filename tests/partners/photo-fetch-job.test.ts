@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool, type Pool } from "../../lib/db.js";
 import { LocalObjectStorage } from "../../lib/storage/index.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
-import { startPhotoWorker } from "../../notifier/photos/worker.js";
+import { startPhotoWorker } from "../../jobs/photos/worker.js";
 import { TEST_PHOTO_DIR } from "../helpers/app.js";
 import { eventually } from "../helpers/stream.js";
 import { expectProblem, type Harness } from "../safety/helpers.js";

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadNotifierConfig } from "../../lib/config.js";
 import { createObjectStorage, S3ObjectStorage, type ObjectStorage } from "../../lib/storage/index.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
-import { createPhotoProcessor } from "../../notifier/photos/process.js";
+import { createPhotoProcessor } from "../../jobs/photos/process.js";
 import { as, devEnv } from "../helpers/app.js";
 import { startS3Server, type TestS3Server } from "../helpers/s3-server.js";
 import { eventually } from "../helpers/stream.js";

@@ -1,7 +1,7 @@
 import { createECDH, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runDigest } from "../../notifier/alerts/digest.js";
-import { runFanoutBatch } from "../../notifier/alerts/fanout.js";
+import { runDigest } from "../../jobs/scheduled/alerts-digest.js";
+import { runFanoutBatch } from "../../jobs/fanout/fanout.js";
 import { as } from "../helpers/app.js";
 import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
 import { dayAfter, fanoutRow, offset, startTestFanout, subscribe, utcToday } from "../alerts/helpers.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
-import { pruneMaintenance } from "../../relay/maintenance.js";
+import { pruneMaintenance } from "../../jobs/scheduled/maintenance.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 let db: TestDatabase;

@@ -16,7 +16,7 @@ import {
   OUTBOX_PARTITIONS,
   pruneMaintenance,
   readPartitionHealth,
-} from "../../relay/maintenance.js";
+} from "../../jobs/scheduled/maintenance.js";
 import { databaseUrlFor } from "../setup/global-setup.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 

@@ -6,7 +6,7 @@ import { REPORT_LIFETIME_CRONTAB, REPORT_LIFETIME_TASK, reportLifetimeTask } fro
 import { createPool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { startWorker } from "../../lib/worker.js";
-import { runReportLifetime } from "../../relay/report-lifetime.js";
+import { runReportLifetime } from "../../jobs/scheduled/report-lifetime.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { eventually } from "../helpers/stream.js";
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONTACT_MESSAGES_PER_SENDER_PER_DAY } from "../../api/safety/contact-messages/send.js";
 import { CONTACT_MESSAGES_DIGEST_CRONTAB, CONTACT_MESSAGES_DIGEST_TASK, contactMessagesDigestTask } from "../../jobs/contact-messages-digest.js";
 import { CONTACT_MESSAGE_KIND } from "../../lib/notifications.js";
-import { HELD_MESSAGES_PER_DIGEST, runContactMessageDigest } from "../../notifier/contact-messages-digest.js";
+import { HELD_MESSAGES_PER_DIGEST, runContactMessageDigest } from "../../jobs/scheduled/contact-messages-digest.js";
 import { NOTIFIER_CRONTAB, notifierTasks } from "../../notifier/task-lists.js";
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";

@@ -1,9 +1,9 @@
 import http from "node:http";
 import https from "node:https";
 import webpush from "web-push";
-import type { Pool } from "../../lib/db.js";
-import { HIGH_URGENCY_KINDS, NO_PUSH_SUBSCRIPTION, PROVIDER_REJECTED } from "../../lib/notifications.js";
-import type { VapidKeys } from "../../lib/push.js";
+import type { Pool } from "../../../lib/db.js";
+import { HIGH_URGENCY_KINDS, NO_PUSH_SUBSCRIPTION, PROVIDER_REJECTED } from "../../../lib/notifications.js";
+import type { VapidKeys } from "../../../lib/push.js";
 import type { DeliverableNotification, PushSubscriptionRow } from "../store.js";
 import { DeliveryError, type Deliverer } from "./types.js";
 

@@ -1,5 +1,5 @@
-import { withTransaction, type Pool } from "../lib/db.js";
-import { dateBatch, expireBatch, remindBatch } from "../lib/report-lifecycle.js";
+import { withTransaction, type Pool } from "../../lib/db.js";
+import { dateBatch, expireBatch, remindBatch } from "../../lib/report-lifecycle.js";
 
 /**
  * Report lifetime, run by the relay's worker (jobs/report-lifetime.ts): open

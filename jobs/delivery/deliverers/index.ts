@@ -1,6 +1,6 @@
-import type { NotifierConfig } from "../../lib/config.js";
-import type { Pool } from "../../lib/db.js";
-import { developmentVapidKeys } from "../../lib/push.js";
+import type { NotifierConfig } from "../../../lib/config.js";
+import type { Pool } from "../../../lib/db.js";
+import { developmentVapidKeys } from "../../../lib/push.js";
 import { createEmailDeliverer } from "./email.js";
 import { inAppDeliverer } from "./in-app.js";
 import { createPushDeliverer } from "./push.js";

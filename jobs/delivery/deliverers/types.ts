@@ -1,5 +1,5 @@
-import type { Queryable } from "../../lib/db.js";
-import type { Channel } from "../../lib/notifications.js";
+import type { Queryable } from "../../../lib/db.js";
+import type { Channel } from "../../../lib/notifications.js";
 import type { DeliverableNotification } from "../store.js";
 
 /**

@@ -1,6 +1,6 @@
 import nodemailer from "nodemailer";
-import { confirmationLink } from "../../lib/email-confirmation.js";
-import { NO_ADDRESS } from "../../lib/notifications.js";
+import { confirmationLink } from "../../../lib/email-confirmation.js";
+import { NO_ADDRESS } from "../../../lib/notifications.js";
 import type { DeliverableNotification } from "../store.js";
 import { listUnsubscribeHeaders, type UnsubscribeLinks } from "./alert-headers.js";
 import { DeliveryError, type Deliverer } from "./types.js";

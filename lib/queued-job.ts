@@ -1,5 +1,5 @@
-import type { JobSpec } from "../lib/queue.js";
-import type { TaskName } from "../lib/job-payloads.js";
+import type { JobSpec } from "./queue.js";
+import type { TaskName } from "./job-payloads.js";
 
 /**
  * A graphile-worker job an event starts besides its notifications

@@ -1,15 +1,15 @@
 import type { Task } from "graphile-worker";
-import { withTransaction, type Pool, type Queryable } from "../lib/db.js";
-import { EventType } from "../lib/events.js";
-import { findTruncation, IMAGE_MIME_TYPES, sniffImageType } from "../lib/images/index.js";
-import { parsePayload, PARTNER_PHOTO_FETCH_TASK, PHOTO_PROCESS_TASK } from "../lib/job-payloads.js";
-import type { Logger } from "../lib/logger.js";
-import { recordEvent } from "../lib/outbox.js";
-import { partnerActorId } from "../lib/partners.js";
-import { lockObjectKeys } from "../lib/photos.js";
-import { enqueue } from "../lib/queue.js";
-import { FetchRefused, safeFetch, type SafeFetchOptions } from "../lib/safe-fetch.js";
-import { originalKey, sha256Hex, type ObjectStorage } from "../lib/storage/index.js";
+import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
+import { EventType } from "../../lib/events.js";
+import { findTruncation, IMAGE_MIME_TYPES, sniffImageType } from "../../lib/images/index.js";
+import { parsePayload, PARTNER_PHOTO_FETCH_TASK, PHOTO_PROCESS_TASK } from "../../lib/job-payloads.js";
+import type { Logger } from "../../lib/logger.js";
+import { recordEvent } from "../../lib/outbox.js";
+import { partnerActorId } from "../../lib/partners.js";
+import { lockObjectKeys } from "../../lib/photos.js";
+import { enqueue } from "../../lib/queue.js";
+import { FetchRefused, safeFetch, type SafeFetchOptions } from "../../lib/safe-fetch.js";
+import { originalKey, sha256Hex, type ObjectStorage } from "../../lib/storage/index.js";
 
 /**
  * partner__photo_fetch (queued by POST /partners/v2/animals/{id}/photos):

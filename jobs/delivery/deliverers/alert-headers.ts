@@ -1,4 +1,4 @@
-import { unsubscribeUrl } from "../../lib/alert-unsubscribe.js";
+import { unsubscribeUrl } from "../../../lib/alert-unsubscribe.js";
 import type { DeliverableNotification } from "../store.js";
 
 export interface UnsubscribeLinks {

@@ -1,7 +1,7 @@
 import type { Queryable } from "../../lib/db.js";
 import type { Channel } from "../../lib/notifications.js";
-import type { NotificationDraft } from "../handlers.js";
-import { AWAITING_DELIVERY, newRowStatus } from "../store.js";
+import type { NotificationDraft } from "../../lib/notification-rows.js";
+import { AWAITING_DELIVERY, newRowStatus } from "../../lib/notification-rows.js";
 
 /** The nearby_lost notification rows of the fan-out, written thousands at a time. */
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { MAX_RADIUS_KM } from "../../lib/alerts.js";
 import type { Species } from "../../lib/animals.js";
-import type { NotificationDraft } from "../handlers.js";
+import type { NotificationDraft } from "../../lib/notification-rows.js";
 
 /**
  * The text of nearby_lost notifications. About the subscriber they carry

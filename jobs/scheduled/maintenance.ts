@@ -1,4 +1,4 @@
-import { withTransaction, type Pool, type PoolClient, type Queryable } from "../lib/db.js";
+import { withTransaction, type Pool, type PoolClient, type Queryable } from "../../lib/db.js";
 
 /**
  * Hourly housekeeping run by the relay's worker (jobs/maintenance-prune.ts):

@@ -1,9 +1,9 @@
 import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
 import { PARTNER_PHOTO_FETCH_TASK, PHOTO_DELETE_TASK, PHOTO_PROCESS_TASK } from "../../lib/job-payloads.js";
 import type { SafeFetchOptions } from "../../lib/safe-fetch.js";
-import { createPartnerPhotoFetcher, partnerPhotoFetchTask } from "../../jobs/partner-photo-fetch.js";
-import { photoDeleteTask } from "../../jobs/photo-delete.js";
-import { photoProcessTask } from "../../jobs/photo-process.js";
+import { createPartnerPhotoFetcher, partnerPhotoFetchTask } from "../partner-photos/fetch.js";
+import { photoDeleteTask } from "../photo-delete.js";
+import { photoProcessTask } from "../photo-process.js";
 import { createPhotoObjectDeleter } from "./delete.js";
 import { createPhotoProcessor, type PhotoJobDeps } from "./process.js";
 

@@ -1,9 +1,9 @@
-import { withTransaction, type Pool, type Queryable } from "../lib/db.js";
-import { EventType } from "../lib/events.js";
-import { CONTACT_MESSAGE_KIND } from "../lib/notifications.js";
-import { enqueueDeliveries } from "../lib/queue.js";
-import type { NotificationDraft } from "./handlers.js";
-import { channelsFor, emailPreferences, insertNotifications, needingDelivery } from "./store.js";
+import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
+import { EventType } from "../../lib/events.js";
+import { CONTACT_MESSAGE_KIND } from "../../lib/notifications.js";
+import { enqueueDeliveries } from "../../lib/queue.js";
+import type { NotificationDraft } from "../../lib/notification-rows.js";
+import { channelsFor, emailPreferences, insertNotifications, needingDelivery } from "../../lib/notification-rows.js";
 
 /**
  * The hourly digest of held contact messages (graphile-worker cron in the

@@ -3,9 +3,9 @@ import { DAILY_ALERT_CAP, NEARBY_DELIVERY_BATCH, NEARBY_DELIVERY_PRIORITY } from
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { enqueueDeliveryBatches } from "../../lib/queue.js";
-import { channelsFor, emailPreferences, insertNotifications, needingDelivery, type NewNotification } from "../store.js";
-import { closestCoveringSubscriptions } from "./coverage.js";
-import { digestDraft, digestSourceId, type AlertReport } from "./messages.js";
+import { channelsFor, emailPreferences, insertNotifications, needingDelivery, type NewNotification } from "../../lib/notification-rows.js";
+import { closestCoveringSubscriptions } from "../fanout/coverage.js";
+import { digestDraft, digestSourceId, type AlertReport } from "../fanout/messages.js";
 
 /**
  * The morning digest (graphile-worker cron in the notifier's worker): each

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import type { Pool, Queryable } from "../lib/db.js";
-import { CONFIRMATION_TTL_HOURS } from "../lib/email-confirmation.js";
-import { hashToken, newToken } from "../lib/secret-token.js";
-import type { Logger } from "../lib/logger.js";
+import type { Pool, Queryable } from "../../lib/db.js";
+import { CONFIRMATION_TTL_HOURS } from "../../lib/email-confirmation.js";
+import { hashToken, newToken } from "../../lib/secret-token.js";
+import type { Logger } from "../../lib/logger.js";
 import {
   CONFIRMATION_GONE,
   EMAIL_CONFIRMATION_KIND,
@@ -12,11 +12,11 @@ import {
   tryLockDelivery,
   unlockDeliveries,
   unlockDelivery,
-} from "../lib/notifications.js";
-import { NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
-import { enqueue, enqueueMany } from "../lib/queue.js";
+} from "../../lib/notifications.js";
+import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
+import { enqueue, enqueueMany } from "../../lib/queue.js";
 import { DeliveryError, type Deliverers } from "./deliverers/types.js";
-import type { NotifierMetrics } from "./metrics.js";
+import type { Histogram } from "../../lib/metrics.js";
 import {
   armConfirmation,
   loadForDelivery,
@@ -52,12 +52,18 @@ async function withConfirmationToken(client: Queryable, notification: Deliverabl
   return email === null ? null : { ...notification, email, confirmationToken: token };
 }
 
+/** The delivery's own metric; the notifier's registry provides it (notifier/metrics.ts). */
+export interface DeliveryMetrics {
+  /** Duration of one deliverer call, by channel and outcome (sent, failed). */
+  deliverySeconds: Histogram;
+}
+
 export interface DeliveryOptions {
   pool: Pool;
   deliverers: Deliverers;
   logger: Logger;
   attempts?: number;
-  metrics?: NotifierMetrics;
+  metrics?: DeliveryMetrics;
 }
 
 /** One attempt's outcome: what the row records, and when a round that goes on makes its next attempt. */
