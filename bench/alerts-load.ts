@@ -1,6 +1,7 @@
 import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ALERTS_FANOUT_TASK, NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
+import { ALERTS_FANOUT_TASK } from "../jobs/fanout/task.js";
+import { DELIVERY_TASKS } from "../jobs/delivery/task.js";
 import { runDigest } from "../jobs/scheduled/alerts-digest.js";
 import { subscriberLikePoints, type LatLon } from "./alerts-seed.js";
 import { postgresBackends, withCpu } from "./cpu.js";
@@ -72,7 +73,7 @@ async function backlog(stack: BenchStack, reporters: string, since: number): Pro
        (select coalesce(sum(recipients - notified - deferred - skipped), 0)::int from alert_fanout where status = 'running') as "pendingRecipients",
        (select count(*)::int from graphile_worker.jobs where task_identifier = $2) as "fanoutJobs",
        (select count(*)::int from graphile_worker.jobs where task_identifier = $3) as "deliveryJobs"`,
-    [reporters, ALERTS_FANOUT_TASK, NOTIFICATION_DELIVER_TASK],
+    [reporters, ALERTS_FANOUT_TASK, DELIVERY_TASKS.email.one],
   );
   return { atSecond: round((performance.now() - since) / 1000, 1), ...rows[0]! };
 }

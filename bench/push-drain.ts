@@ -25,7 +25,7 @@ import { randomUUID } from "node:crypto";
 import { withTransaction } from "../lib/db.js";
 import { NEARBY_DELIVERY_BATCH, NEARBY_DELIVERY_PRIORITY } from "../lib/alerts.js";
 import { EventType } from "../lib/events.js";
-import { enqueueDeliveries, enqueueDeliveryBatches } from "../lib/queue.js";
+import { enqueueDeliveries, enqueueDeliveryBatches } from "../jobs/queue.js";
 import { insertNotifications, type NewNotification } from "../lib/notification-rows.js";
 import { TestPushService } from "../tests/helpers/push-service.js";
 import { CITY, seedCitySubscriptions } from "./alerts-seed.js";
@@ -190,8 +190,8 @@ async function backlogDrain(stack: BenchStack, service: TestPushService, actors:
   const before = await costSnapshot(stack, marker);
   const committedAt = await withTransaction(stack.pool, async (client) => {
     const ids = (await insertNotifications(client, rows)).map((r) => r.id);
-    if (jobs === "batch") await enqueueDeliveryBatches(client, ids, { priority: NEARBY_DELIVERY_PRIORITY, size: NEARBY_DELIVERY_BATCH });
-    else await enqueueDeliveries(client, ids, { priority: NEARBY_DELIVERY_PRIORITY });
+    if (jobs === "batch") await enqueueDeliveryBatches(client, ids.map((id) => ({ id, channel: "push" as const })), { priority: NEARBY_DELIVERY_PRIORITY, size: NEARBY_DELIVERY_BATCH });
+    else await enqueueDeliveries(client, ids.map((id) => ({ id, channel: "push" as const })), { priority: NEARBY_DELIVERY_PRIORITY });
     return ids.length;
   }).then(() => Date.now());
   const deadline = Date.now() + 120_000;

@@ -2,7 +2,8 @@ import { isIP } from "node:net";
 import { z } from "zod";
 import { ipv6Groups } from "./client-address.js";
 import { NEARBY_DELIVERY_BATCH } from "./alerts.js";
-import { DELIVERY_BATCH_MAX } from "./job-payloads.js";
+import { JOB_FAMILIES, type JobFamily } from "./job-families.js";
+import { DELIVERY_BATCH_MAX } from "./notifications.js";
 
 /**
  * Configuration is parsed once in each process's main.ts and passed down,
@@ -517,6 +518,33 @@ const niceValue = z.coerce
 
 const healthAddr = listenAddr.describe("Where the health server (`/healthz`, `/readyz`, `/metrics`) listens.");
 
+const outboxRetentionDays = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(3650)
+  .default(7)
+  .describe(
+    "Days outbox rows are kept, counted from when they occurred: the maintenance job (scheduled family) then drops their day's partition, only once every row in it is published.",
+  );
+
+/** Job families by name, comma-separated; empty or unset: every one. */
+const jobFamilies = z
+  .string()
+  .default("")
+  .transform((v, ctx) => {
+    const names = v.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+    const unknown = names.filter((n) => !(JOB_FAMILIES as readonly string[]).includes(n));
+    if (unknown.length > 0) {
+      ctx.addIssue({ code: "custom", message: `unknown job families: ${unknown.join(", ")}; known: ${JOB_FAMILIES.join(", ")}` });
+      return z.NEVER;
+    }
+    return (names.length > 0 ? [...new Set(names)] : [...JOB_FAMILIES]) as JobFamily[];
+  });
+
+/** A family's job slots: one graphile-worker runner each (jobs/families.ts). */
+const familySlots = (fallback: number, max: number, what: string) => z.coerce.number().int().min(1).max(max).default(fallback).describe(what);
+
 const relaySettings = defineProcess({
   ...noRules,
   title: "Relay",
@@ -547,19 +575,7 @@ const relaySettings = defineProcess({
     RELAY_PUBLISH_TIMEOUT_MS: relayPublishTimeoutMs,
     RELAY_LANES: z.coerce.number().int().min(1).max(16).default(4).describe("Batches in flight at once while a backlog drains."),
     RELAY_NICE: niceValue,
-    OUTBOX_RETENTION_DAYS: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(3650)
-      .default(7)
-      .describe(
-        "Days outbox rows are kept, counted from when they occurred: the maintenance job then drops their day's partition, only once every row in it is published.",
-      ),
-    // The relay runs the report lifetime job, which dates reports from before lifetimes existed.
-    REPORT_TTL_DAYS: reportTtlDays.describe(
-      "Days an open report lives after its creation or last renewal (the relay runs the report lifetime job).",
-    ),
+    OUTBOX_RETENTION_DAYS: outboxRetentionDays,
   },
   listenDefaults: { RELAY_HEALTH_ADDR: 8081 },
 });
@@ -583,7 +599,21 @@ const notifierSettings = defineProcess({
       .regex(/^[A-Za-z0-9_-]+$/)
       .default("notifier")
       .describe("The name of the durable JetStream consumer."),
-    NOTIFIER_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(5).describe("graphile-worker jobs run at once."),
+    NOTIFIER_JOB_FAMILIES: jobFamilies.describe(
+      "The job families this notifier runs, each on a graphile-worker runner with slots of its own: any of " +
+        JOB_FAMILIES.map((f) => `\`${f}\``).join(", ") +
+        ". Every one by default; two processes may run the same family (docs/operations.md, \"Job families\").",
+    ),
+    NOTIFIER_DELIVERY_CONCURRENCY: familySlots(
+      32,
+      500,
+      "Deliveries at once for each channel's family (delivery-email, delivery-push): they wait on the network, not the CPU, so twenty hanging on one slow endpoint leave room for everyone else's.",
+    ),
+    NOTIFIER_MATCHING_CONCURRENCY: familySlots(2, 32, "Matching jobs at once (the matching family)."),
+    NOTIFIER_PARTNER_PHOTO_CONCURRENCY: familySlots(4, 64, "Partner photo fetches at once (the partner-photos family): each waits up to its deadline on a shelter's host."),
+    NOTIFIER_SCHEDULED_CONCURRENCY: familySlots(2, 16, "Scheduled jobs at once (the scheduled family: report lifetime, maintenance, digests, sweeps)."),
+    REPORT_TTL_DAYS: reportTtlDays.describe("Days an open report lives after its creation or last renewal (the scheduled family's report lifetime job)."),
+    OUTBOX_RETENTION_DAYS: outboxRetentionDays,
     NOTIFIER_ALERT_DELIVERY_BATCH: z.coerce
       .number()
       .int()
@@ -626,7 +656,7 @@ const notifierSettings = defineProcess({
     /** Where the API is reached from outside: alert emails' unsubscribe links point there. */
     API_PUBLIC_BASE_URL: apiPublicBaseUrl.describe("Where the API is reached from outside: alert emails' unsubscribe links point there."),
     ALERT_UNSUBSCRIBE_SECRET: alertUnsubscribeSecret,
-    /** Photo processing jobs at once: each decodes up to a 1600 px raster (about 10 MB) besides the original. */
+    /** Photo processing jobs at once (the photos family): each decodes up to a 1600 px raster (about 10 MB) besides the original. */
     NOTIFIER_PHOTO_CONCURRENCY: z.coerce
       .number()
       .int()

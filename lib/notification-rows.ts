@@ -137,6 +137,13 @@ export const newRowStatus = (c: string) => {
    case when ${inApp} then now() end`;
 };
 
+export interface InsertedNotification {
+  id: string;
+  channel: Channel;
+  sourceEventId: string;
+  status: NotificationStatus;
+}
+
 /**
  * Inserts the notifications that do not exist yet, in one statement, in_app
  * ones written sent (newRowStatus); the unique (source event, its time,
@@ -147,23 +154,23 @@ export const newRowStatus = (c: string) => {
 export async function insertNotifications(
   client: Queryable,
   batch: NewNotification[],
-): Promise<Array<{ id: string; sourceEventId: string; status: NotificationStatus }>> {
+): Promise<InsertedNotification[]> {
   if (batch.length === 0) return [];
-  const { rows } = await client.query<{ id: string; sourceEventId: string; status: NotificationStatus }>(
+  const { rows } = await client.query<InsertedNotification>(
     `insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
                                source_occurred_at, status, attempts, round_attempts, sent_at)
      select u.r, u.c, u.e, u.k, u.t, u.kind, u.s, u.b, u.d, u.o, ${newRowStatus("u.c")}
      from ${notificationsUnnest} as u(r, c, e, k, t, kind, s, b, d, o)
      on conflict (source_event_id, source_occurred_at, recipient_actor_id, channel) do nothing
-     returning id, source_event_id as "sourceEventId", status`,
+     returning id, channel, source_event_id as "sourceEventId", status`,
     notificationArrays(batch),
   );
   return rows;
 }
 
 /** The ids of new notifications that need a delivery job: those newRowStatus wrote AWAITING_DELIVERY. */
-export const needingDelivery = (rows: Array<{ id: string; status: NotificationStatus }>) =>
-  rows.filter((r) => r.status === AWAITING_DELIVERY).map((r) => r.id);
+export const needingDelivery = (rows: readonly InsertedNotification[]): Array<{ id: string; channel: Channel }> =>
+  rows.filter((r) => r.status === AWAITING_DELIVERY).map(({ id, channel }) => ({ id, channel }));
 
 /** Inserts one notification unless it exists; returns the new id, or null. */
 export async function insertNotification(client: Queryable, n: NewNotification): Promise<string | null> {

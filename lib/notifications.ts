@@ -130,3 +130,6 @@ export function reasonCategory(lastError: string | null): ReasonCategory {
   if (lastError && permanentPatterns.some((p) => p.test(lastError))) return "permanent";
   return "transient";
 }
+
+/** The most notifications one batch delivery job delivers (NOTIFIER_ALERT_DELIVERY_BATCH's bound). */
+export const DELIVERY_BATCH_MAX = 100;

@@ -17,10 +17,10 @@ import { InvalidEventError } from "../lib/events.js";
 import { draftNotifications, handledSubjects, type HandlerRegistry } from "./handlers.js";
 import { type NotificationDraft } from "../lib/notification-rows.js";
 import { planGroups } from "./grouping.js";
-import { enqueueDeliveries, enqueueMany } from "../lib/queue.js";
+import { enqueueDeliveries, enqueueMany } from "../jobs/queue.js";
 import { uncoveredFanoutCheck } from "../jobs/fanout/fanout.js";
 import { idleMatchCheck } from "../jobs/matching/matcher.js";
-import { withoutIdleReactions } from "../lib/reaction-checks.js";
+import { withoutIdleReactions } from "../jobs/reaction-checks.js";
 import { reactionJobs, type QueuedJob, type ReactionRegistry } from "./reactions.js";
 import { channelsFor, emailPreferences, insertNotifications, needingDelivery } from "../lib/notification-rows.js";
 

@@ -7,7 +7,6 @@ import { exitFatal } from "../lib/logger.js";
 import { createMetricsRegistry, registerMetricsRoute } from "../lib/metrics.js";
 import { installShutdown } from "../lib/shutdown.js";
 import { createObjectStorage } from "../lib/storage/index.js";
-import { startWorker } from "../lib/worker.js";
 import { createConsumerPool, NotificationConsumer } from "./consumer.js";
 import { startFanoutWorker } from "../jobs/fanout/worker.js";
 import { buildDeliverers } from "../jobs/delivery/deliverers/index.js";
@@ -16,7 +15,8 @@ import { createNotifierMetrics } from "./metrics.js";
 import { startPhotoWorker } from "../jobs/photos/worker.js";
 import { eventReactions } from "./reactions.js";
 import { requeueStalledDeliveries } from "../jobs/delivery/store.js";
-import { NOTIFIER_CRONTAB, notifierTasks } from "./task-lists.js";
+import { startFamilies } from "../jobs/families.js";
+import type { JobFamily } from "../lib/job-families.js";
 
 /** A delivery untouched this long lost its worker (deliveries touch the row every few seconds). */
 const STALLED_AFTER_SECONDS = 120;
@@ -67,29 +67,34 @@ const metrics = createNotifierMetrics(metricsRegistry, {
   stream: config.NATS_STREAM,
   consumer: config.NOTIFIER_CONSUMER_NAME,
 });
-// As in the relay: a database `api migrate up` never ran on is a fatal start.
-const runner = await orExit(logger, "notifier: database", () =>
-  startWorker({
-    pool,
-    logger,
-    taskList: notifierTasks({ pool, deliverers, logger, metrics, wakeRelay, alertDeliveryBatch: config.NOTIFIER_ALERT_DELIVERY_BATCH }),
-    crontab: NOTIFIER_CRONTAB,
-    concurrency: config.NOTIFIER_WORKER_CONCURRENCY,
-    localQueueSize: config.NOTIFIER_WORKER_CONCURRENCY * 4,
-  }),
-);
-const fanoutRunner = await orExit(logger, "notifier: database", () =>
-  startFanoutWorker(pool, logger, {
-    concurrency: config.NOTIFIER_FANOUT_CONCURRENCY,
-    duty: config.NOTIFIER_FANOUT_DUTY,
-    deliveryBatch: config.NOTIFIER_ALERT_DELIVERY_BATCH,
-  }),
-);
 const storage = createObjectStorage(config);
-const photoRunner = await orExit(logger, "notifier: database", () =>
-  startPhotoWorker(
-    { pool, storage, logger, wakeRelay, partnerPhotoFetch: { allowHosts: config.PARTNER_PHOTO_FETCH_ALLOW } },
-    config.NOTIFIER_PHOTO_CONCURRENCY,
+const slots: Record<JobFamily, number> = {
+  "delivery-email": config.NOTIFIER_DELIVERY_CONCURRENCY,
+  "delivery-push": config.NOTIFIER_DELIVERY_CONCURRENCY,
+  fanout: config.NOTIFIER_FANOUT_CONCURRENCY,
+  matching: config.NOTIFIER_MATCHING_CONCURRENCY,
+  photos: config.NOTIFIER_PHOTO_CONCURRENCY,
+  "partner-photos": config.NOTIFIER_PARTNER_PHOTO_CONCURRENCY,
+  scheduled: config.NOTIFIER_SCHEDULED_CONCURRENCY,
+};
+// As in the relay: a database `api migrate up` never ran on is a fatal start.
+const families = await orExit(logger, "notifier: database", () =>
+  startFamilies(
+    {
+      pool,
+      logger,
+      deliverers,
+      metrics,
+      wakeRelay,
+      storage,
+      partnerPhotoFetch: { allowHosts: config.PARTNER_PHOTO_FETCH_ALLOW },
+      fanout: { duty: config.NOTIFIER_FANOUT_DUTY, deliveryBatch: config.NOTIFIER_ALERT_DELIVERY_BATCH },
+      reportTtlDays: config.REPORT_TTL_DAYS,
+      outboxRetentionDays: config.OUTBOX_RETENTION_DAYS,
+    },
+    config.NOTIFIER_JOB_FAMILIES,
+    (family) => slots[family],
+    (family, max) => createPool({ connectionString: config.DATABASE_URL, max, applicationName: `notifier:${family}`, logger }),
   ),
 );
 consumer.start();
@@ -114,9 +119,7 @@ const health = await startHealthServer({
 installShutdown(logger, [
   { name: "stop consuming", run: () => consumer.stop() },
   { name: "stop stall sweep", run: () => clearInterval(stallSweep) },
-  { name: "stop worker", run: () => runner.stop() },
-  { name: "stop fan-out worker", run: () => fanoutRunner.stop() },
-  { name: "stop photo worker", run: () => photoRunner.stop() },
+  { name: "stop job families", run: () => families.stop() },
   { name: "close health server", run: () => health.close() },
   { name: "close deliverers", run: () => Object.values(deliverers).forEach((d) => d.close?.()) },
   { name: "drain bus", run: () => nc.drain() },
@@ -132,6 +135,7 @@ logger.info(
     filter: consumer.filter,
     server: nc.info?.version,
     channels: Object.keys(deliverers),
+    families: families.families,
     photoStorage: storage.kind,
   },
   "notifier: started",

@@ -1,7 +1,8 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Queryable } from "../lib/db.js";
-import { Histogram, registerSourcedGauge, registerWorkerJobMetrics, SCRAPE_READ_TIMEOUT_MS, type Registry } from "../lib/metrics.js";
+import { Histogram, registerSourcedGauge, SCRAPE_READ_TIMEOUT_MS, type Registry } from "../lib/metrics.js";
+import { registerWorkerJobMetrics } from "../jobs/metrics.js";
 
 export interface NotifierMetrics {
   /** Duration of one deliverer call, by channel and outcome (sent, failed). */

@@ -1,6 +1,6 @@
 import { EventType, parseEventData, type EventEnvelope } from "../lib/events.js";
-import type { QueuedJob } from "../lib/queued-job.js";
-import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "../lib/job-payloads.js";
+import type { QueuedJob } from "../jobs/queued-job.js";
+import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "../jobs/matching/task.js";
 import { fanoutStartJob } from "../jobs/fanout/fanout.js";
 
 /**

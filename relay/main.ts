@@ -4,14 +4,10 @@ import { loadRelayConfig } from "../lib/config.js";
 import { createPool } from "../lib/db.js";
 import { startHealthServer } from "../lib/health.js";
 import { createMetricsRegistry, registerMetricsRoute } from "../lib/metrics.js";
+import { assertMigrated } from "../lib/migrate.js";
 import { installShutdown } from "../lib/shutdown.js";
-import { startWorker } from "../lib/worker.js";
-import { MAINTENANCE_CRONTAB, MAINTENANCE_PRUNE_TASK, maintenancePruneTask } from "../jobs/maintenance-prune.js";
-import { REPORT_LIFETIME_CRONTAB, REPORT_LIFETIME_TASK, reportLifetimeTask } from "../jobs/report-lifetime.js";
-import { pruneMaintenance } from "../jobs/scheduled/maintenance.js";
 import { createRelayMetrics } from "./metrics.js";
 import { OutboxRelay } from "./outbox-relay.js";
-import { runReportLifetime } from "../jobs/scheduled/report-lifetime.js";
 
 const { config, logger } = loadConfigOrExit("relay", loadRelayConfig);
 lowerPriority(logger, config.RELAY_NICE);
@@ -42,29 +38,9 @@ const relay = new OutboxRelay({
 const sweep = () =>
   relay.drain().catch((err: Error) => logger.warn({ err: { message: err.message } }, "relay: sweep failed"));
 
-// Postgres down at boot, or a database `api migrate up` never ran on
-// (startWorker refuses it), is a fatal start like an unreachable bus.
-const runner = await orExit(logger, "relay: database", () =>
-  startWorker({
-    pool,
-    logger,
-    taskList: {
-      [MAINTENANCE_PRUNE_TASK]: maintenancePruneTask(() => pruneMaintenance(pool, config.OUTBOX_RETENTION_DAYS)),
-      // Its expiry and reminder events are this process's own rows: it drains them at once
-      // rather than waking itself over the bus.
-      [REPORT_LIFETIME_TASK]: reportLifetimeTask(async () => {
-        const result = await runReportLifetime(pool, { ttlDays: config.REPORT_TTL_DAYS });
-        if (result.expired + result.warned > 0) void sweep();
-        return result;
-      }),
-    },
-    crontab: [MAINTENANCE_CRONTAB, REPORT_LIFETIME_CRONTAB].join("\n"),
-    concurrency: 2,
-    // Fetched jobs are served from memory: a finished job's runner takes the next from memory
-    // instead of asking Postgres for it.
-    localQueueSize: 4,
-  }),
-);
+// Postgres down at boot, or a database `api migrate up` never ran on, is a fatal start like an
+// unreachable bus: the outbox it publishes is the migrated schema's.
+await orExit(logger, "relay: database", () => assertMigrated(pool));
 
 // The relay is woken one way: a writer publishes on the bus after its commit (the API after a
 // write, the notifier after a job that recorded events). The poll finds what no wake-up
@@ -86,7 +62,6 @@ installShutdown(logger, [
   { name: "stop sweeping", run: () => clearInterval(heartbeat) },
   { name: "stop taking bus wake-ups", run: () => busWakeUps.unsubscribe() },
   { name: "finish relay batch", run: () => relay.stop() },
-  { name: "stop worker", run: () => runner.stop() },
   { name: "close health server", run: () => health.close() },
   { name: "drain bus", run: () => nc.drain() },
   { name: "end pool", run: () => pool.end() },

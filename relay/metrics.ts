@@ -1,6 +1,7 @@
 import type { Queryable } from "../lib/db.js";
-import { Counter, Histogram, registerSourcedGauge, registerWorkerJobMetrics, type Registry } from "../lib/metrics.js";
+import { Counter, Histogram, registerSourcedGauge, type Registry } from "../lib/metrics.js";
 import { readPartitionHealth, type PartitionHealth } from "../jobs/scheduled/maintenance.js";
+import { registerWorkerJobMetrics } from "../jobs/metrics.js";
 
 export interface RelayMetrics {
   publishSeconds: Histogram;

@@ -8,8 +8,8 @@
  * The deletion and its audit event `operator.worker_jobs_cleaned` commit together.
  */
 import { AuditAction, AuditObject, writeAuditEvent } from "../lib/audit.js";
-import { finishedJobs } from "../lib/job-state.js";
-import { completeJobs } from "../lib/queue.js";
+import { finishedJobs } from "../jobs/job-state.js";
+import { completeJobs } from "../jobs/queue.js";
 import { parseTaskArgs, print, required, withTaskClient } from "./lib.js";
 
 const usage = "clean-worker-jobs --operator <id> [--task <identifier>] [--older-than-hours N] [--execute]";

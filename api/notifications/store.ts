@@ -4,7 +4,7 @@ import { CONFIRMATION_TTL_HOURS } from "../../lib/email-confirmation.js";
 import { EventType } from "../../lib/events.js";
 import { EMAIL_CONFIRMATION_KIND, type Channel, type NotificationKind, type NotificationStatus } from "../../lib/notifications.js";
 import { recordEvent, type EventLog } from "../../lib/outbox.js";
-import { enqueueDeliveries } from "../../lib/queue.js";
+import { enqueueDeliveries } from "../../jobs/queue.js";
 import type { TimeIdCursor } from "../pagination.js";
 import type { EmailKind, EmailStatus, NotificationPreferences } from "./schemas.js";
 
@@ -183,7 +183,7 @@ export async function requestConfirmation(client: Queryable, actorId: string, em
       JSON.stringify({ emailConfirmationId }),
     ],
   );
-  await enqueueDeliveries(client, [notificationId]);
+  await enqueueDeliveries(client, [{ id: notificationId, channel: "email" }]);
 }
 
 /**

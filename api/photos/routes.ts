@@ -9,7 +9,7 @@ import { withTransaction } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { IMAGE_MIME_TYPES } from "../../lib/images/index.js";
 import type { Registry } from "../../lib/metrics.js";
-import { PHOTO_DELETE_TASK, PHOTO_PROCESS_TASK } from "../../lib/job-payloads.js";
+import { PHOTO_DELETE_TASK, PHOTO_PROCESS_TASK } from "../../jobs/photos/task.js";
 import { recordEvent } from "../../lib/outbox.js";
 import {
   lockObjectKeys,
@@ -19,7 +19,7 @@ import {
   type PhotoParentType,
 } from "../../lib/photos.js";
 import { problems } from "../../lib/problems.js";
-import { enqueue } from "../../lib/queue.js";
+import { enqueue } from "../../jobs/queue.js";
 import { originalKey, sha256Hex } from "../../lib/storage/index.js";
 import type { AppDeps } from "../deps.js";
 import { isAdmin, requireActor } from "../plugins/auth.js";

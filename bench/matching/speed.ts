@@ -13,10 +13,10 @@
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { pino } from "pino";
-import { matchSubjectTask } from "../../jobs/match-subject.js";
-import { MATCH_SUBJECT_TASK } from "../../lib/job-payloads.js";
+import { matchSubjectTask } from "../../jobs/matching/task.js";
+import { MATCH_SUBJECT_TASK } from "../../jobs/matching/task.js";
 import { migrateUp } from "../../lib/migrate.js";
-import { enqueueMany } from "../../lib/queue.js";
+import { enqueueMany } from "../../jobs/queue.js";
 import { startWorker } from "../../lib/worker.js";
 import { createMatcher } from "../../jobs/matching/matcher.js";
 import { CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, scoreMatch } from "../../jobs/matching/score.js";

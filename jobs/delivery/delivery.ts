@@ -13,8 +13,8 @@ import {
   unlockDeliveries,
   unlockDelivery,
 } from "../../lib/notifications.js";
-import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
-import { enqueue, enqueueMany } from "../../lib/queue.js";
+import { deliverTask } from "./task.js";
+import { enqueue, enqueueMany } from "../queue.js";
 import { DeliveryError, type Deliverers } from "./deliverers/types.js";
 import type { Histogram } from "../../lib/metrics.js";
 import {
@@ -125,7 +125,7 @@ const deliverableNow = (n: DeliverableNotification | null): n is DeliverableNoti
  * attempts counted on the row, so a re-run after a crash resumes it. The job runs on
  * one client holding an advisory lock on the notification, so a duplicate job
  * (stall sweep, replay) never delivers it twice at once. The graphile-worker
- * task (jobs/notification-deliver.ts) calls the function this returns.
+ * task (jobs/delivery/task.ts) calls the function this returns.
  */
 export function createDelivery(options: DeliveryOptions) {
   const { pool, logger, attempts = DELIVERY_ATTEMPTS } = options;
@@ -150,7 +150,7 @@ export function createDelivery(options: DeliveryOptions) {
         // Past the backoff's cap (a long Retry-After) the round's next attempt is a job of its own at that time,
         // so no job sleeps for minutes.
         if (outcome.retryInMs > BACKOFF_CAP_MS) {
-          await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId }, { runAt: new Date(Date.now() + outcome.retryInMs) });
+          await enqueue(client, deliverTask(notification.channel), { notificationId }, { runAt: new Date(Date.now() + outcome.retryInMs) });
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, outcome.retryInMs));
@@ -172,7 +172,7 @@ export function createDelivery(options: DeliveryOptions) {
  * notification__deliver job of its own at its backoff (or Retry-After), once its
  * lock is released, and that job resumes the round. One whose lock another
  * delivery holds is left to that delivery. The graphile-worker task
- * (jobs/notification-deliver.ts) calls the function this returns.
+ * (jobs/delivery/task.ts) calls the function this returns.
  */
 export function createBatchDelivery(options: DeliveryOptions) {
   const { pool, logger, attempts = DELIVERY_ATTEMPTS } = options;
@@ -196,8 +196,9 @@ export function createBatchDelivery(options: DeliveryOptions) {
       await enqueueMany(
         client,
         outcomes
+          .map((o, i) => ({ ...o, channel: due[i]!.channel }))
           .filter((o) => o.retryInMs !== undefined)
-          .map((o) => ({ task: NOTIFICATION_DELIVER_TASK, payload: { notificationId: o.id }, options: { runAt: new Date(now + o.retryInMs!) } })),
+          .map((o) => ({ task: deliverTask(o.channel), payload: { notificationId: o.id }, options: { runAt: new Date(now + o.retryInMs!) } })),
       );
     } finally {
       // A client whose unlock failed may still hold the locks: destroy it rather than pool it.

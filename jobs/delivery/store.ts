@@ -1,7 +1,6 @@
 import type { Queryable } from "../../lib/db.js";
-import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
 import type { Channel, NotificationKind, NotificationStatus } from "../../lib/notifications.js";
-import { enqueue } from "../../lib/queue.js";
+import { enqueueDeliveries } from "../queue.js";
 
 /** The delivery job's reads and writes of notification rows, and the stall sweep. */
 
@@ -162,8 +161,8 @@ export async function recordAttempts(client: Queryable, outcomes: readonly Attem
  * (graphile-worker keeps that job locked for hours). Returns the ids.
  */
 export async function requeueStalledDeliveries(client: Queryable, olderThanSeconds: number, limit: number): Promise<string[]> {
-  const { rows } = await client.query<{ id: string }>(
-    `select id from notification
+  const { rows } = await client.query<{ id: string; channel: Channel }>(
+    `select id, channel from notification
      where status in ('pending', 'failed')
        and updated_at < now() - make_interval(secs => $1::double precision)
      order by updated_at
@@ -171,9 +170,7 @@ export async function requeueStalledDeliveries(client: Queryable, olderThanSecon
      for update skip locked`,
     [olderThanSeconds, limit],
   );
-  for (const { id } of rows) {
-    await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id });
-    await client.query(`update notification set updated_at = now() where id = $1::uuid`, [id]);
-  }
+  await enqueueDeliveries(client, rows);
+  for (const { id } of rows) await client.query(`update notification set updated_at = now() where id = $1::uuid`, [id]);
   return rows.map((r) => r.id);
 }

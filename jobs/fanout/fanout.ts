@@ -1,10 +1,10 @@
 import { DAILY_ALERT_CAP, FANOUT_BATCH_SIZE, MAX_ALERT_RESENDS, NEARBY_DELIVERY_BATCH, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
-import { ALERTS_FANOUT_TASK } from "../../lib/job-payloads.js";
-import { enqueueDeliveryBatches } from "../../lib/queue.js";
-import type { QueuedJob } from "../../lib/queued-job.js";
-import type { ReactionCheck } from "../../lib/reaction-checks.js";
+import { ALERTS_FANOUT_TASK } from "./task.js";
+import { enqueueDeliveryBatches } from "../queue.js";
+import type { QueuedJob } from "../queued-job.js";
+import type { ReactionCheck } from "../reaction-checks.js";
 import { channelsFor, emailPreferences } from "../../lib/notification-rows.js";
 import { nearbyLostTexts, textIndex } from "./messages.js";
 import { insertNearbyNotifications, type NearbyRow } from "./notifications.js";

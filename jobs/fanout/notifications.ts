@@ -2,6 +2,7 @@ import type { Queryable } from "../../lib/db.js";
 import type { Channel } from "../../lib/notifications.js";
 import type { NotificationDraft } from "../../lib/notification-rows.js";
 import { AWAITING_DELIVERY, newRowStatus } from "../../lib/notification-rows.js";
+import type { PendingDelivery } from "../queue.js";
 
 /** The nearby_lost notification rows of the fan-out, written thousands at a time. */
 
@@ -27,9 +28,9 @@ export async function insertNearbyNotifications(
   source: { eventId: string; eventType: string },
   texts: NotificationDraft[],
   rows: NearbyRow[],
-): Promise<string[]> {
+): Promise<PendingDelivery[]> {
   if (rows.length === 0) return [];
-  const { rows: inserted } = await client.query<{ id: string }>(
+  const { rows: inserted } = await client.query<PendingDelivery>(
     `with inserted as (
        insert into notification (recipient_actor_id, channel, source_event_id, source_key, event_type, kind, subject, body, data,
                                  source_occurred_at, status, attempts, round_attempts, sent_at)
@@ -41,9 +42,9 @@ export async function insertNearbyNotifications(
          ${newRowStatus("u.c")}
        from unnest($1::text[], $2::text[], $3::uuid[], $4::int[]) as u(r, c, s, km)
        on conflict (source_event_id, source_occurred_at, recipient_actor_id, channel) do nothing
-       returning id, status
+       returning id, channel, status
      )
-     select id from inserted where status = '${AWAITING_DELIVERY}'`,
+     select id, channel from inserted where status = '${AWAITING_DELIVERY}'`,
     [
       rows.map((r) => r.actorId),
       rows.map((r) => r.channel),
@@ -58,6 +59,6 @@ export async function insertNearbyNotifications(
       texts.map((t) => JSON.stringify(t.data)),
     ],
   );
-  return inserted.map((r) => r.id);
+  return inserted;
 }
 

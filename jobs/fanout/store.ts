@@ -2,9 +2,9 @@ import { actorSuspendedSql } from "../../lib/accounts.js";
 import type { Species } from "../../lib/animals.js";
 import { FANOUT_BATCH_SIZE } from "../../lib/alerts.js";
 import { exactTime, type Queryable } from "../../lib/db.js";
-import { ALERTS_FANOUT_TASK } from "../../lib/job-payloads.js";
-import { jobWaitingSql, lockedJobs } from "../../lib/job-state.js";
-import { enqueue, jobKeySql, requeue } from "../../lib/queue.js";
+import { ALERTS_FANOUT_TASK } from "./task.js";
+import { jobWaitingSql, lockedJobs } from "../job-state.js";
+import { enqueue, jobKeySql, requeue } from "../queue.js";
 import { coveringSubscriptionsSql, subscriptionCoversReport } from "./coverage.js";
 
 /** SQL of the alert fan-out: starting one, its batches, the stall sweep. Tables: migrations 000006 and 000009. */

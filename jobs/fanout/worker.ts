@@ -3,8 +3,7 @@ import type { TaskList } from "graphile-worker";
 import type { Pool } from "../../lib/db.js";
 import type { Logger } from "../../lib/logger.js";
 import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
-import { alertsFanoutTask } from "../alerts-fanout.js";
-import { ALERTS_FANOUT_TASK } from "../../lib/job-payloads.js";
+import { ALERTS_FANOUT_TASK, alertsFanoutTask } from "./task.js";
 import { runFanoutBatch, type FanoutOptions } from "./fanout.js";
 
 /**

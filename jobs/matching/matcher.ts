@@ -4,9 +4,9 @@ import type { Logger } from "../../lib/logger.js";
 import { SUGGESTION_THRESHOLD, type MatchKind } from "../../lib/matches.js";
 import { recordEventBatch } from "../../lib/outbox.js";
 import { partnerIdOf, readFoundReportPartner } from "../../lib/partners.js";
-import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "../../lib/job-payloads.js";
-import type { QueuedJob } from "../../lib/queued-job.js";
-import type { ReactionCheck } from "../../lib/reaction-checks.js";
+import { MATCH_SUBJECT_TASK, type MatchSubjectRef } from "./task.js";
+import type { QueuedJob } from "../queued-job.js";
+import type { ReactionCheck } from "../reaction-checks.js";
 import {
   alertsOwner, CANDIDATE_LOST_AFTER_MS, CANDIDATE_LOST_BEFORE_MS, CANDIDATE_RADIUS_KM, distanceKm, isSuggested, MICROCHIP_EQUAL_CONTRIBUTION, type MatchResult, scoreMatch,
 } from "./score.js";

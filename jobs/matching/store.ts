@@ -1,6 +1,6 @@
 import type { Queryable } from "../../lib/db.js";
 import type { MatchKind, MatchReason } from "../../lib/matches.js";
-import type { MatchSubjectRef } from "../../lib/job-payloads.js";
+import type { MatchSubjectRef } from "./task.js";
 import type { MatchSubject } from "./score.js";
 
 /** A report or sighting as the matcher sees it: what scoring reads, who reported it, and whether it may take part. */

@@ -2,12 +2,14 @@ import type { Task } from "graphile-worker";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { findTruncation, IMAGE_MIME_TYPES, sniffImageType } from "../../lib/images/index.js";
-import { parsePayload, PARTNER_PHOTO_FETCH_TASK, PHOTO_PROCESS_TASK } from "../../lib/job-payloads.js";
+import { parsePayload } from "../registry.js";
+import { PARTNER_PHOTO_FETCH_TASK } from "./task.js";
+import { PHOTO_PROCESS_TASK } from "../photos/task.js";
 import type { Logger } from "../../lib/logger.js";
 import { recordEvent } from "../../lib/outbox.js";
 import { partnerActorId } from "../../lib/partners.js";
 import { lockObjectKeys } from "../../lib/photos.js";
-import { enqueue } from "../../lib/queue.js";
+import { enqueue } from "../queue.js";
 import { FetchRefused, safeFetch, type SafeFetchOptions } from "../../lib/safe-fetch.js";
 import { originalKey, sha256Hex, type ObjectStorage } from "../../lib/storage/index.js";
 
@@ -106,12 +108,4 @@ export function createPartnerPhotoFetcher(deps: PartnerPhotoFetchDeps) {
       await markFailed(pool, fetchId, `the photo could not be stored after ${attempt} attempts (server trouble); send it again`);
     }
   };
-}
-
-/** The task's entry point: its payload parsed with the schema it was queued with. */
-export function partnerPhotoFetchTask(
-  fetchPhoto: (fetchId: string, attempt: { attempt: number; maxAttempts: number }) => Promise<void>,
-): Task<typeof PARTNER_PHOTO_FETCH_TASK> {
-  return async (payload, helpers) =>
-    fetchPhoto(parsePayload(PARTNER_PHOTO_FETCH_TASK, payload).fetchId, { attempt: helpers.job.attempts, maxAttempts: helpers.job.max_attempts });
 }

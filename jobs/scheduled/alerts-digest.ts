@@ -2,7 +2,7 @@ import { actorSuspendedSql } from "../../lib/accounts.js";
 import { DAILY_ALERT_CAP, NEARBY_DELIVERY_BATCH, NEARBY_DELIVERY_PRIORITY } from "../../lib/alerts.js";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
-import { enqueueDeliveryBatches } from "../../lib/queue.js";
+import { enqueueDeliveryBatches } from "../queue.js";
 import { channelsFor, emailPreferences, insertNotifications, needingDelivery, type NewNotification } from "../../lib/notification-rows.js";
 import { closestCoveringSubscriptions } from "../fanout/coverage.js";
 import { digestDraft, digestSourceId, type AlertReport } from "../fanout/messages.js";

@@ -1,7 +1,7 @@
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { CONTACT_MESSAGE_KIND } from "../../lib/notifications.js";
-import { enqueueDeliveries } from "../../lib/queue.js";
+import { enqueueDeliveries } from "../queue.js";
 import type { NotificationDraft } from "../../lib/notification-rows.js";
 import { channelsFor, emailPreferences, insertNotifications, needingDelivery } from "../../lib/notification-rows.js";
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { withTransaction } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
-import { enqueueMany } from "../../lib/queue.js";
+import { enqueueMany } from "../../jobs/queue.js";
 import { fanoutStartJob } from "../../jobs/fanout/fanout.js";
 import { insertFanout } from "../../jobs/fanout/store.js";
 

@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withTransaction, type Queryable } from "../../lib/db.js";
-import { ALERTS_FANOUT_TASK, MATCH_SUBJECT_TASK, PHOTO_PROCESS_TASK } from "../../lib/job-payloads.js";
-import { enqueue, enqueueMany, jobKey, jobKeySql } from "../../lib/queue.js";
+import { ALERTS_FANOUT_TASK } from "../../jobs/fanout/task.js";
+import { MATCH_SUBJECT_TASK } from "../../jobs/matching/task.js";
+import { PHOTO_PROCESS_TASK } from "../../jobs/photos/task.js";
+import { enqueue, enqueueMany, jobKey, jobKeySql } from "../../jobs/queue.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 /**

@@ -1,6 +1,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { MAINTENANCE_PRUNE_TASK } from "../../jobs/maintenance-prune.js";
+import { MAINTENANCE_PRUNE_TASK } from "../../jobs/scheduled/task.js";
 import { createPool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { startWorker } from "../../lib/worker.js";

@@ -11,10 +11,10 @@ import { notificationHandlers } from "../../notifier/handlers.js";
 import { createMatcher } from "../../jobs/matching/matcher.js";
 import { startPhotoWorker } from "../../jobs/photos/worker.js";
 import { eventReactions } from "../../notifier/reactions.js";
-import { matchSubjectTask } from "../../jobs/match-subject.js";
-import { MATCH_SUBJECT_TASK } from "../../lib/job-payloads.js";
+import { matchSubjectTask } from "../../jobs/matching/task.js";
+import { MATCH_SUBJECT_TASK } from "../../jobs/matching/task.js";
 import { OutboxRelay } from "../../relay/outbox-relay.js";
-import { alertTasks } from "../../notifier/task-lists.js";
+import { alertTasks } from "../../jobs/families.js";
 import { startDeliveryWorker } from "../notifier/support.js";
 import { TEST_STREAM } from "./app.js";
 

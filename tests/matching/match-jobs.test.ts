@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { recordEvents } from "../../notifier/consumer.js";
 import { eventReactions, reactionJobs } from "../../notifier/reactions.js";
-import { MATCH_SUBJECT_TASK } from "../../lib/job-payloads.js";
+import { MATCH_SUBJECT_TASK } from "../../jobs/matching/task.js";
 import { as } from "../helpers/app.js";
 import { call, createFoundReport, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
 

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../../lib/config.js";
-import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
+import { DELIVERY_TASKS } from "../../jobs/delivery/task.js";
 import { CONFIRMATION_GONE, reasonCategory } from "../../lib/notifications.js";
-import { enqueue } from "../../lib/queue.js";
+import { enqueue } from "../../jobs/queue.js";
 import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
 import { as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
@@ -253,7 +253,7 @@ describe("a link works once, for 24 hours, and only for the address last set", (
     );
     const first = rows[0].id as string;
     await h.db.pool.query(`update notification set status = 'failed', round_attempts = 0 where id = $1`, [first]);
-    await enqueue(h.db.pool, NOTIFICATION_DELIVER_TASK, { notificationId: first });
+    await enqueue(h.db.pool, DELIVERY_TASKS.email.one, { notificationId: first });
     const done = await eventually(async () => {
       const { rows: now } = await h.db.pool.query(`select status, last_error from notification where id = $1`, [first]);
       return now[0].status === "dead_letter" ? now[0] : undefined;

@@ -2,12 +2,12 @@ import { randomUUID } from "node:crypto";
 import type { PoolClient } from "pg";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MATCH_SUBJECT_TASK } from "../../lib/job-payloads.js";
+import { MATCH_SUBJECT_TASK } from "../../jobs/matching/task.js";
 import { fanoutStartJob, uncoveredFanoutCheck } from "../../jobs/fanout/fanout.js";
 import { createConsumerPool } from "../../notifier/consumer.js";
 import { idleMatchCheck } from "../../jobs/matching/matcher.js";
-import type { QueuedJob } from "../../lib/queued-job.js";
-import { withoutIdleReactions } from "../../lib/reaction-checks.js";
+import type { QueuedJob } from "../../jobs/queued-job.js";
+import { withoutIdleReactions } from "../../jobs/reaction-checks.js";
 import { EventType } from "../../lib/events.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 

@@ -5,9 +5,9 @@ import { backoffMs, BACKOFF_CAP_MS, DELIVERY_ATTEMPTS } from "../../jobs/deliver
 import { createPool, withTransaction, type Pool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
-import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
+import { deliverTask } from "../../jobs/delivery/task.js";
 import { reasonCategory, type Channel } from "../../lib/notifications.js";
-import { enqueue } from "../../lib/queue.js";
+import { enqueue } from "../../jobs/queue.js";
 import { requeueStalledDeliveries } from "../../jobs/delivery/store.js";
 import { insertNotification } from "../../lib/notification-rows.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
@@ -45,7 +45,7 @@ async function createNotification(recipient: string, channel: Channel, message =
       data: {},
       channel,
     });
-    await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id! });
+    await enqueue(client, deliverTask(channel), { notificationId: id! });
     return id!;
   });
 }
@@ -220,7 +220,7 @@ describe("one notification is never delivered twice at once", () => {
     await eventually(async () => (smtp!.rcptAttempts.length === 1 ? true : undefined));
 
     // The first job is locked by the worker, so this adds a second one, which runs now.
-    await enqueue(pool, NOTIFICATION_DELIVER_TASK, { notificationId: id });
+    await enqueue(pool, deliverTask("email"), { notificationId: id });
     await eventually(async () => ((await deliveryJobsFor(pool, id)) === 1 ? true : undefined));
     release();
     const done = await settled(id);

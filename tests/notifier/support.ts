@@ -7,8 +7,8 @@ import type { Env } from "../../lib/config.js";
 import type { Pool, Queryable } from "../../lib/db.js";
 import { EventType, type EventEnvelope } from "../../lib/events.js";
 import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
-import { notificationDeliverBatchTask, notificationDeliverTask } from "../../jobs/notification-deliver.js";
-import { NOTIFICATION_DELIVER_BATCH_TASK, NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
+import { notificationDeliverBatchTask, notificationDeliverTask } from "../../jobs/delivery/task.js";
+import { DELIVERY_CHANNELS, DELIVERY_TASKS } from "../../jobs/delivery/task.js";
 import { createBatchDelivery, createDelivery } from "../../jobs/delivery/delivery.js";
 import type { Deliverers } from "../../jobs/delivery/deliverers/types.js";
 import { devEnv, TEST_STREAM } from "../helpers/app.js";
@@ -83,9 +83,9 @@ export async function deliveryJobsFor(db: Queryable, notificationId: string): Pr
   const { rows } = await db.query<{ n: number }>(
     `select count(*)::int as n
      from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-     where (t.identifier = $1 and j.payload->>'notificationId' = $3)
-        or (t.identifier = $2 and j.payload::jsonb->'notificationIds' ? $3)`,
-    [NOTIFICATION_DELIVER_TASK, NOTIFICATION_DELIVER_BATCH_TASK, notificationId],
+     where (t.identifier = any($1::text[]) and j.payload->>'notificationId' = $3)
+        or (t.identifier = any($2::text[]) and j.payload::jsonb->'notificationIds' ? $3)`,
+    [DELIVERY_CHANNELS.map((c) => DELIVERY_TASKS[c].one), DELIVERY_CHANNELS.map((c) => DELIVERY_TASKS[c].batch), notificationId],
   );
   return rows[0]!.n;
 }
@@ -94,15 +94,19 @@ export async function consumerInfo(nc: NatsConnection, name = "notifier") {
   return (await jetstreamManager(nc)).consumers.info(TEST_STREAM, name);
 }
 
-/** A real graphile-worker runner with the delivery task, in the test process. */
+/** A real graphile-worker runner with every channel's delivery tasks, in the test process. */
 export function startDeliveryWorker(pool: Pool, deliverers: Deliverers, moreTasks: TaskList = {}): Promise<SupervisedWorker> {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
   return startWorker({
     pool,
     logger,
     taskList: {
-      [NOTIFICATION_DELIVER_TASK]: notificationDeliverTask(createDelivery({ pool, deliverers, logger })),
-      [NOTIFICATION_DELIVER_BATCH_TASK]: notificationDeliverBatchTask(createBatchDelivery({ pool, deliverers, logger })),
+      ...Object.fromEntries(
+        DELIVERY_CHANNELS.flatMap((c) => [
+          [DELIVERY_TASKS[c].one, notificationDeliverTask(createDelivery({ pool, deliverers, logger }))],
+          [DELIVERY_TASKS[c].batch, notificationDeliverBatchTask(createBatchDelivery({ pool, deliverers, logger }))],
+        ]),
+      ),
       ...moreTasks,
     },
     concurrency: 4,

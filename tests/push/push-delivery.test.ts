@@ -3,9 +3,9 @@ import webpush from "web-push";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withTransaction } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
-import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
+import { DELIVERY_TASKS } from "../../jobs/delivery/task.js";
 import { deliveryLockKey, NO_PUSH_SUBSCRIPTION, reasonCategory, type NotificationKind } from "../../lib/notifications.js";
-import { enqueue, enqueueDeliveryBatches } from "../../lib/queue.js";
+import { enqueue, enqueueDeliveryBatches } from "../../jobs/queue.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
 import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
 import { MAX_PUSH_PAYLOAD_BYTES, PUSH_TTL_SECONDS } from "../../jobs/delivery/deliverers/push.js";
@@ -84,7 +84,7 @@ async function notify(
       data,
       channel: "push",
     });
-    await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id! });
+    await enqueue(client, DELIVERY_TASKS.push.one, { notificationId: id! });
     return id!;
   });
 }
@@ -210,7 +210,7 @@ describe("a push service that is busy (429, 5xx)", () => {
         `select j.run_at > now() + interval '1 second' as later
          from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
          where t.identifier = $1 and j.payload->>'notificationId' = $2 and j.locked_at is null`,
-        [NOTIFICATION_DELIVER_TASK, id],
+        [DELIVERY_TASKS.push.one, id],
       );
       return rows.length > 0 ? rows : undefined;
     });
@@ -269,7 +269,7 @@ async function alertPushes(recipients: string[], size?: number): Promise<string[
       });
       ids.push(id!);
     }
-    if (size) await enqueueDeliveryBatches(client, ids, { size });
+    if (size) await enqueueDeliveryBatches(client, ids.map((id) => ({ id, channel: "push" as const })), { size });
     return ids;
   });
 }
@@ -315,7 +315,7 @@ describe("an alert's pushes, a batch of notifications per delivery job", () => {
     const holder = await h.api.pool.connect();
     try {
       await holder.query(`select pg_advisory_lock(hashtextextended($1, 0))`, [deliveryLockKey(heldId!)]);
-      await enqueueDeliveryBatches(h.api.pool, [heldId!, doneId!, freshId!], { size: 100 });
+      await enqueueDeliveryBatches(h.api.pool, [heldId!, doneId!, freshId!].map((id) => ({ id, channel: "push" as const })), { size: 100 });
       expect(await settled(freshId!)).toMatchObject({ status: "sent", attempts: 1 });
       expect(push.requestsTo(subs.get(fresh!)!.endpoint)).toHaveLength(1);
       // The job is done (its key gone) and the other two were not sent by it.

@@ -2,7 +2,7 @@ import { parseCrontab } from "graphile-worker";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findAlerts } from "../../api/safety/alerts/store.js";
-import { REPORT_LIFETIME_CRONTAB, REPORT_LIFETIME_TASK, reportLifetimeTask } from "../../jobs/report-lifetime.js";
+import { REPORT_LIFETIME_CRONTAB, REPORT_LIFETIME_TASK, reportLifetimeTask } from "../../jobs/scheduled/task.js";
 import { createPool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { startWorker } from "../../lib/worker.js";

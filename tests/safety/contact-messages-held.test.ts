@@ -2,10 +2,10 @@ import type { LightMyRequestResponse } from "fastify";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONTACT_MESSAGES_PER_SENDER_PER_DAY } from "../../api/safety/contact-messages/send.js";
-import { CONTACT_MESSAGES_DIGEST_CRONTAB, CONTACT_MESSAGES_DIGEST_TASK, contactMessagesDigestTask } from "../../jobs/contact-messages-digest.js";
+import { CONTACT_MESSAGES_DIGEST_CRONTAB, CONTACT_MESSAGES_DIGEST_TASK, contactMessagesDigestTask } from "../../jobs/scheduled/task.js";
 import { CONTACT_MESSAGE_KIND } from "../../lib/notifications.js";
 import { HELD_MESSAGES_PER_DIGEST, runContactMessageDigest } from "../../jobs/scheduled/contact-messages-digest.js";
-import { NOTIFIER_CRONTAB, notifierTasks } from "../../notifier/task-lists.js";
+import { SCHEDULED_CRONTAB, scheduledTasks } from "../../jobs/families.js";
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";
@@ -175,10 +175,10 @@ describe("past a report's daily volume, messages are held for one digest notific
     expect(Object.fromEntries(rows.map((r) => [r.id, r.sender_key]))).toEqual({ [old.json().id]: null, [recent.json().id]: "2001:db8:7:2::/64" });
   });
 
-  it("runs hourly on the notifier's main runner as contact_messages__digest", async () => {
+  it("runs hourly in the scheduled family as contact_messages__digest", async () => {
     expect(CONTACT_MESSAGES_DIGEST_CRONTAB).toBe(`0 * * * * ${CONTACT_MESSAGES_DIGEST_TASK}`);
-    expect(NOTIFIER_CRONTAB.split("\n")).toContain(CONTACT_MESSAGES_DIGEST_CRONTAB);
-    const tasks = notifierTasks({ pool: h.api.pool, deliverers: {}, logger: pino({ level: "silent" }) });
+    expect(SCHEDULED_CRONTAB.split("\n")).toContain(CONTACT_MESSAGES_DIGEST_CRONTAB);
+    const tasks = scheduledTasks({ pool: h.api.pool, deliverers: {}, logger: pino({ level: "silent" }), reportTtlDays: 30, outboxRetentionDays: 7 });
     expect(Object.keys(tasks)).toContain(CONTACT_MESSAGES_DIGEST_TASK);
     // The task runs the digest for real: a held message goes out.
     const owner = freshActor("owner");

@@ -1,7 +1,7 @@
 import type { Queryable } from "../../../lib/db.js";
-import { ALERTS_FANOUT_TASK } from "../../../lib/job-payloads.js";
-import { jobsByKey } from "../../../lib/job-state.js";
-import { jobKey } from "../../../lib/queue.js";
+import { ALERTS_FANOUT_TASK } from "../../../jobs/fanout/task.js";
+import { jobsByKey } from "../../../jobs/job-state.js";
+import { jobKey } from "../../../jobs/queue.js";
 import type { ReportAlerts } from "./schemas.js";
 
 /**

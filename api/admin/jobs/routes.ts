@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { AuditAction, AuditObject, writeAuditEvent } from "../../../lib/audit.js";
 import { withTransaction } from "../../../lib/db.js";
-import { listJobs } from "../../../lib/job-state.js";
+import { listJobs } from "../../../jobs/job-state.js";
 import { problems } from "../../../lib/problems.js";
 import type { AppDeps } from "../../deps.js";
 import { requireActor } from "../../plugins/auth.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { JOB_STATES } from "../../../lib/job-state.js";
+import { JOB_STATES } from "../../../jobs/job-state.js";
 import { page, PageQuery } from "../../pagination.js";
 
 /** lastError is cut here: a stack trace can run to megabytes, and the listing shows its head. */

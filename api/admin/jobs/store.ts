@@ -1,7 +1,7 @@
 import type { Queryable } from "../../../lib/db.js";
-import { QUEUED_TASKS } from "../../../lib/job-payloads.js";
-import { cronItemRuns, jobCounts, listJobs, type JobStateName, type ListedJob } from "../../../lib/job-state.js";
-import { failJob, retryJob } from "../../../lib/queue.js";
+import { QUEUED_TASKS } from "../../../jobs/registry.js";
+import { cronItemRuns, jobCounts, listJobs, type JobStateName, type ListedJob } from "../../../jobs/job-state.js";
+import { failJob, retryJob } from "../../../jobs/queue.js";
 import { maskPayload } from "../outbox/mask.js";
 import { LAST_ERROR_MAX, type JobItem, type JobsSummary } from "./schemas.js";
 

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { AuditAction, AuditObject, writeAuditEvent } from "../../../lib/audit.js";
 import { withTransaction } from "../../../lib/db.js";
-import { NOTIFICATION_DELIVER_TASK } from "../../../lib/job-payloads.js";
 import { reasonCategory, tryLockDeliveryInTransaction } from "../../../lib/notifications.js";
-import { enqueue } from "../../../lib/queue.js";
+import { enqueueDeliveries } from "../../../jobs/queue.js";
 import { problems } from "../../../lib/problems.js";
 import type { AppDeps } from "../../deps.js";
 import { decodeTimeIdCursor, page, toPage } from "../../pagination.js";
@@ -85,7 +84,7 @@ export const adminNotificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (ap
           throw problems.replayNotEligible("superseded", `a later notification for the same message (${laterId}) was already sent`);
         }
         await markPendingForReplay(client, id);
-        await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id });
+        await enqueueDeliveries(client, [{ id, channel: notification.channel }]);
         await writeAuditEvent(client, {
           actorId: admin.id,
           action: AuditAction.NotificationReplayed,

@@ -1,5 +1,5 @@
 import type { JobSpec } from "./queue.js";
-import type { TaskName } from "./job-payloads.js";
+import type { TaskName } from "./registry.js";
 
 /**
  * A graphile-worker job an event starts besides its notifications

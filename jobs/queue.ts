@@ -1,5 +1,7 @@
-import type { Queryable } from "./db.js";
-import { DELIVERY_BATCH_MAX, NOTIFICATION_DELIVER_BATCH_TASK, NOTIFICATION_DELIVER_TASK, QUEUED_TASKS, type KeyRef, type Payload, type TaskName } from "./job-payloads.js";
+import type { Queryable } from "../lib/db.js";
+import { QUEUED_TASKS, type KeyRef, type Payload, type TaskName } from "./registry.js";
+import { DELIVERY_BATCH_MAX, type Channel } from "../lib/notifications.js";
+import { deliverBatchTask, deliverTask } from "./delivery/task.js";
 
 /**
  * The graphile-worker relations lib/job-state.ts reads, named here with the
@@ -136,35 +138,44 @@ export async function enqueueMany(client: Queryable, jobs: readonly JobSpec[]): 
   );
 }
 
+/** A notification a delivery job sends: its channel names the job's task (jobs/delivery/task.ts). */
+export interface PendingDelivery {
+  id: string;
+  channel: Channel;
+}
+
 /**
  * Delivery jobs for new or replayed notifications, one add_jobs call for the
- * lot: the consumer, the alert fan-out and digest, and the stall sweep queue
- * them. (lib/notifications.ts imports nothing, for the console's bundle, so
- * this is here.)
+ * lot, each on its channel's task: the consumer, the digests, the stall
+ * sweep, a replay and a retry queue them.
  */
-export async function enqueueDeliveries(client: Queryable, notificationIds: readonly string[], options: { priority?: number } = {}): Promise<void> {
+export async function enqueueDeliveries(client: Queryable, deliveries: readonly PendingDelivery[], options: { priority?: number } = {}): Promise<void> {
   await enqueueMany(
     client,
-    notificationIds.map((notificationId) => ({ task: NOTIFICATION_DELIVER_TASK, payload: { notificationId }, options })),
+    deliveries.map(({ id, channel }) => ({ task: deliverTask(channel), payload: { notificationId: id }, options })),
   );
 }
 
 /**
- * Delivery jobs for the alert fan-out's new rows: `size` notifications per
- * notification__deliver_batch job, in one add_jobs call. A batch job takes
- * its notifications' locks, reads, updates and unlocks them a statement each
- * (notifier/delivery.ts createBatchDelivery).
+ * Delivery jobs for the alert fan-out's and the digest's new rows: `size`
+ * notifications of one channel per batch job, in one add_jobs call. A batch
+ * job takes its notifications' locks, reads, updates and unlocks them a
+ * statement each (jobs/delivery/delivery.ts createBatchDelivery).
  */
 export async function enqueueDeliveryBatches(
   client: Queryable,
-  notificationIds: readonly string[],
+  deliveries: readonly PendingDelivery[],
   options: { priority?: number; size: number },
 ): Promise<void> {
   const { size: asked, ...jobOptions } = options;
   const size = Math.max(1, Math.min(asked, DELIVERY_BATCH_MAX));
+  const byChannel = new Map<Channel, string[]>();
+  for (const { id, channel } of deliveries) byChannel.set(channel, [...(byChannel.get(channel) ?? []), id]);
   const jobs: JobSpec[] = [];
-  for (let i = 0; i < notificationIds.length; i += size) {
-    jobs.push({ task: NOTIFICATION_DELIVER_BATCH_TASK, payload: { notificationIds: notificationIds.slice(i, i + size) }, options: jobOptions });
+  for (const [channel, ids] of byChannel) {
+    for (let i = 0; i < ids.length; i += size) {
+      jobs.push({ task: deliverBatchTask(channel), payload: { notificationIds: ids.slice(i, i + size) }, options: jobOptions });
+    }
   }
   await enqueueMany(client, jobs);
 }

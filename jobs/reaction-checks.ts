@@ -1,4 +1,4 @@
-import type { Queryable } from "./db.js";
+import type { Queryable } from "../lib/db.js";
 import type { QueuedJob } from "./queued-job.js";
 
 /** Adds a value to the statement being built and returns its placeholder, cast to `type`. */

@@ -1,5 +1,5 @@
-import type { Queryable } from "./db.js";
-import { QUEUED_TASKS, type ParsedPayload, type TaskName } from "./job-payloads.js";
+import type { Queryable } from "../lib/db.js";
+import { QUEUED_TASKS, type ParsedPayload, type TaskName } from "./registry.js";
 import { WORKER_RELATIONS as W, type StoredJob } from "./queue.js";
 
 /**
