@@ -145,7 +145,7 @@ export async function writesUnderFanout(stack: BenchStack, database: string, dra
 
 /**
  * The next morning's digest of the load's deferrals, as the notifier's cron
- * runs it (notifier/alerts/digest.ts): it first writes the deferred ledger
+ * runs it (jobs/scheduled/alerts-digest.ts): it first writes the deferred ledger
  * rows the fan-outs left out, then one digest per subscriber. Its time, and
  * the ledger after it.
  */

@@ -5,7 +5,7 @@
  * before the conversion. Measured:
  *
  * - the prune of N published rows (1,000,000; 100,000 with BENCH_QUICK=1):
- *   by dropping their day (relay/maintenance.ts dropOutboxDays) against the
+ *   by dropping their day (jobs/scheduled/maintenance.ts dropOutboxDays) against the
  *   earlier delete in slices of 10,000, time and WAL bytes. WAL is read as
  *   pg_current_wal_lsn() before and after, which counts every database on
  *   the server (an upper bound when others write), and for the delete also
@@ -109,7 +109,7 @@ async function pruneByDelete(pool: pg.Pool, retentionDays: number): Promise<Prun
   const started = performance.now();
   let statementWal = 0;
   for (;;) {
-    // The statement relay/maintenance.ts ran before the outbox was partitioned.
+    // The statement jobs/scheduled/maintenance.ts ran before the outbox was partitioned.
     const { rows } = await pool.query(
       `explain (analyze, wal, timing off, format json) delete from outbox_event where id in (
          select id from outbox_event

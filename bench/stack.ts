@@ -76,7 +76,7 @@ export interface BenchStackOptions {
 }
 
 /**
- * A covering index for the jobs summary (lib/job-state.ts jobCounts) on
+ * A covering index for the jobs summary (jobs/job-state.ts jobCounts) on
  * graphile-worker's jobs table: every column the count reads, so that with
  * the visibility map set it is an index-only scan of the queued jobs rather
  * than a scan of the table. Not in the service's schema: bench/jobs-summary.ts

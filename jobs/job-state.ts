@@ -8,7 +8,7 @@ import { WORKER_RELATIONS as W, type StoredJob } from "./queue.js";
  * operator's clean-up.
  * Reads go through graphile-worker 0.18's public view, `jobs`
  * (its sql/000017.sql), which has every column but the payload. Writes to
- * the queue are lib/queue.ts's.
+ * the queue are jobs/queue.ts's.
  */
 
 // ---- private tables ---------------------------------------------------------
@@ -78,7 +78,7 @@ export async function lockedJobs<T extends TaskName>(client: Queryable, task: T,
 // ---- the public view --------------------------------------------------------
 
 /**
- * SQL: true when a job with this key (an SQL expression, lib/queue.ts
+ * SQL: true when a job with this key (an SQL expression, jobs/queue.ts
  * jobKeySql) waits to run: not locked, attempts left.
  */
 export const jobWaitingSql = (key: string) =>

@@ -4,7 +4,7 @@ import { DELIVERY_BATCH_MAX, type Channel } from "../lib/notifications.js";
 import { deliverBatchTask, deliverTask } from "./delivery/task.js";
 
 /**
- * The graphile-worker relations lib/job-state.ts reads, named here with the
+ * The graphile-worker relations jobs/job-state.ts reads, named here with the
  * functions this file calls, so one file names graphile-worker's schema. The
  * private tables may change in any release (its migration 000016 renamed jobs
  * to _private_jobs, 000017 added the jobs view): job-state.ts says why each is read.
@@ -28,11 +28,11 @@ export interface StoredJob<T extends TaskName = TaskName> {
  * The one way to queue a graphile-worker job: in the caller's transaction,
  * through graphile-worker's add_jobs(), so the job commits or rolls back
  * with the write that needs it. The task must be in QUEUED_TASKS
- * (lib/job-payloads.ts): its payload's type is inferred from the task's
+ * (jobs/registry.ts): its payload's type is inferred from the task's
  * schema, and the payload is parsed with it before anything is written. The
  * job key is built here from the task's key parts, never passed in as text
  * (requeue keeps the key a queued job has). The only module that calls
- * graphile-worker's SQL functions; reading job state is lib/job-state.ts.
+ * graphile-worker's SQL functions; reading job state is jobs/job-state.ts.
  */
 
 export interface JobOptions {
@@ -88,7 +88,7 @@ interface JobRow {
 
 function jobRow<T extends TaskName>(task: T, payload: Payload<T>, options: EnqueueOptions<T> | undefined): JobRow {
   const spec = QUEUED_TASKS[task];
-  if (!spec) throw new Error(`${task} is not a queued task (lib/job-payloads.ts)`);
+  if (!spec) throw new Error(`${task} is not a queued task (jobs/registry.ts)`);
   const parsed = spec.payload.parse(payload);
   return {
     task,

@@ -6,8 +6,8 @@ export type SqlParam = (value: unknown, type: string) => string;
 
 /**
  * A test, before the consumer's transaction, of whether a kind of reaction
- * job would find anything to do (notifier/alerts/fanout.ts,
- * notifier/matching/matcher.ts). Its SQL may write (the fan-out check records
+ * job would find anything to do (jobs/fanout/fanout.ts,
+ * jobs/matching/matcher.ts). Its SQL may write (the fan-out check records
  * the uncovered fan-outs as done), so it must be idempotent.
  */
 export interface ReactionCheck<J extends QueuedJob = QueuedJob> {

@@ -1,6 +1,6 @@
 /**
  * Neighbourhood alerts: the limits the API enforces and the notifier
- * applies. The fan-out job's name and key are lib/job-payloads.ts's.
+ * applies. The fan-out job's name and key are jobs/registry.ts's.
  */
 
 /** Live subscriptions per actor (contract: a 6th is 409 conflict). */

@@ -599,6 +599,14 @@ const notifierSettings = defineProcess({
       .regex(/^[A-Za-z0-9_-]+$/)
       .default("notifier")
       .describe("The name of the durable JetStream consumer."),
+    NOTIFIER_CONSUME: z
+      .enum(["true", "false", "1", "0"])
+      .default("true")
+      .transform((v) => v === "true" || v === "1")
+      .meta({ valueType: "boolean: `true` or `1`, `false` or `0`" })
+      .describe(
+      "Whether this notifier consumes the event stream. A notifier with `false` runs only the job families `NOTIFIER_JOB_FAMILIES` names: matching and photos on a process of their own, say.",
+    ),
     NOTIFIER_JOB_FAMILIES: jobFamilies.describe(
       "The job families this notifier runs, each on a graphile-worker runner with slots of its own: any of " +
         JOB_FAMILIES.map((f) => `\`${f}\``).join(", ") +

@@ -1,7 +1,7 @@
 /**
  * Email confirmation links. The API records the request and checks a
  * followed link (api/notifications); the notifier's delivery makes the token
- * when it sends the email and stores only its hash (notifier/delivery.ts), so
+ * when it sends the email and stores only its hash (jobs/delivery/delivery.ts), so
  * the raw token lives in that process's memory and in the email, nowhere else.
  */
 

@@ -75,3 +75,20 @@ export function describeMatch(match: {
   }
   return parts.length === 0 ? strength : `${strength}: ${parts.join(", ")}`;
 }
+
+/** A scored pair of a lost report and a found report or sighting, as matching writes it to safety_match. */
+export interface MatchPair {
+  lostReportId: string;
+  kind: MatchKind;
+  targetId: string;
+  score: number;
+  reasons: MatchReason[];
+  distanceM: number;
+}
+
+/** A safety_match row as the API reads it. */
+export interface MatchRow extends MatchPair {
+  id: string;
+  status: MatchStatus;
+  createdAt: Date;
+}

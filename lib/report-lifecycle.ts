@@ -98,7 +98,7 @@ export async function renewReport(client: Queryable, kind: ReportKind, report: R
 }
 
 /*
- * The report__lifetime job's batches (relay/report-lifetime.ts runs them
+ * The report__lifetime job's batches (jobs/scheduled/report-lifetime.ts runs them
  * until one finds nothing). Each locks its rows in a materialized CTE, run
  * once, and updates exactly those: the job's drain relies on every row a
  * batch locks being updated. The shorter `update … where id in (select …

@@ -158,7 +158,7 @@ const reactionChecks = [uncoveredFanoutCheck, idleMatchCheck] as const;
  * delivery; its reaction jobs replace their waiting twins by job key.
  *
  * The reaction jobs' checks run first, in one statement of their own
- * (notifier/reaction-checks.ts): the fan-out starts no subscription covers
+ * (jobs/reaction-checks.ts): the fan-out starts no subscription covers
  * are recorded done (an idempotent insert, disjoint from the covered starts
  * whose jobs the transaction queues), and the matching check only reads.
  * Most events (a new report where nobody subscribed and nothing matches)

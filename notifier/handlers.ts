@@ -15,7 +15,7 @@ const ids = (fields: Record<string, string | null | undefined>): Record<string, 
 /** A grid-cell centre in words: the same ~1 km precision every public read has. */
 const near = (point: { lat: number; lon: number }) => `near ${point.lat.toFixed(3)}, ${point.lon.toFixed(3)} (within about 1 km)`;
 
-/** A held message (past its target's daily volume) tells no one now: the hourly digest lists it (notifier/contact-messages-digest.ts). */
+/** A held message (past its target's daily volume) tells no one now: the hourly digest lists it (jobs/scheduled/contact-messages-digest.ts). */
 const contactMessageReceived: EventHandler<typeof EventType.ContactMessageReceived> = ({ data }) =>
   data.held
     ? []
@@ -178,7 +178,7 @@ export const MATCH_DIGEST_WINDOW_SECONDS = 86_400;
 /**
  * The lost report's owner: at once, in words (describeMatch), when the
  * suggestion stands clearly ahead of that report's other candidates or the
- * chips are equal (`ownerAlert`, notifier/matching/score.ts alertsOwner);
+ * chips are equal (`ownerAlert`, jobs/matching/score.ts alertsOwner);
  * otherwise one "N possible matches" a day per lost report, grouped
  * (notifier/grouping.ts), pointing to the listing.
  */

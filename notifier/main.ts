@@ -35,11 +35,12 @@ const pool = createPool({
 const consumerPool = createConsumerPool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_SIZE, logger });
 
 let nc;
-let consumer;
+let consumer: NotificationConsumer | null = null;
 try {
   nc = await connectBus(config.NATS_URL, "notifier", logger);
   await ensureStream(nc, config.NATS_STREAM, { replicas: config.NATS_REPLICAS });
-  consumer = new NotificationConsumer({
+  // A notifier that only runs job families (NOTIFIER_CONSUME=false: matching and photos on a machine of their own, say).
+  if (config.NOTIFIER_CONSUME) consumer = new NotificationConsumer({
     nc,
     pool: consumerPool,
     logger,
@@ -50,7 +51,7 @@ try {
     concurrency: config.NOTIFIER_CONSUME_CONCURRENCY,
     ackWaitMs: config.NOTIFIER_ACK_WAIT_MS,
   });
-  await consumer.ensure();
+  await consumer?.ensure();
 } catch (err) {
   await Promise.all([pool.end(), consumerPool.end()]);
   exitFatal(logger, `notifier: connect: ${(err as Error).message}`, err);
@@ -97,7 +98,7 @@ const families = await orExit(logger, "notifier: database", () =>
     (family, max) => createPool({ connectionString: config.DATABASE_URL, max, applicationName: `notifier:${family}`, logger }),
   ),
 );
-consumer.start();
+consumer?.start();
 
 const sweep = () =>
   withTransaction(pool, (client) => requeueStalledDeliveries(client, STALLED_AFTER_SECONDS, 100)).then(
@@ -117,7 +118,7 @@ const health = await startHealthServer({
 // Before the "started" line: a supervisor that stops the process as soon as it reads that
 // line must find the handler in place, or the signal's default action kills it mid-work.
 installShutdown(logger, [
-  { name: "stop consuming", run: () => consumer.stop() },
+  { name: "stop consuming", run: () => consumer?.stop() },
   { name: "stop stall sweep", run: () => clearInterval(stallSweep) },
   { name: "stop job families", run: () => families.stop() },
   { name: "close health server", run: () => health.close() },
@@ -132,7 +133,7 @@ logger.info(
     addr: config.NOTIFIER_HEALTH_ADDR,
     stream: config.NATS_STREAM,
     consumer: config.NOTIFIER_CONSUMER_NAME,
-    filter: consumer.filter,
+    filter: consumer?.filter ?? null,
     server: nc.info?.version,
     channels: Object.keys(deliverers),
     families: families.families,

@@ -6,7 +6,7 @@ import { fanoutStartJob } from "../jobs/fanout/fanout.js";
 /**
  * Durable work an event starts besides its notifications: graphile-worker
  * jobs the consumer queues in the same transaction as the event's
- * notifications, before the ack. The job key (lib/job-payloads.ts) makes a
+ * notifications, before the ack. The job key (jobs/registry.ts) makes a
  * redelivered or repeated event replace a job still waiting rather than add
  * another. The consumer's subject filter covers these types as well as
  * notifier/handlers.ts's.
@@ -31,7 +31,7 @@ const rematchParent = ({ data }: { data: { parentType: string; parentId: string 
 export const eventReactions: ReactionRegistry = {
   [EventType.AnimalLostReported]: ({ id, type, data }) => [
     match({ kind: "lost", id: data.reportId }),
-    // Neighbourhood alerts (notifier/alerts/): the fan-out's first job.
+    // Neighbourhood alerts (jobs/fanout/): the fan-out's first job.
     fanoutStartJob({ reportId: data.reportId, eventId: id, eventType: type }),
   ],
   [EventType.AnimalFoundReported]: ({ data }) => [match({ kind: "found", id: data.reportId })],

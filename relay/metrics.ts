@@ -67,7 +67,7 @@ export function createRelayMetrics(registry: Registry, db: Queryable, outboxRete
 }
 
 /**
- * The time partitions' health (relay/maintenance.ts), read at scrape time
+ * The time partitions' health (jobs/scheduled/maintenance.ts), read at scrape time
  * from Postgres, so every relay exports it whichever ran the hourly job: an
  * outbox day past the retention that is still there (stuck on an unpublished
  * row, or the job is not running), and rows in a default partition (a

@@ -200,7 +200,7 @@ export interface SuspensionState {
   restoreReason?: string;
 }
 
-/** graphile-worker job states (lib/job-state.ts JOB_STATES). */
+/** graphile-worker job states (jobs/job-state.ts JOB_STATES). */
 export const JOB_STATES = ["queued", "scheduled", "running", "failed"] as const;
 export type JobState = (typeof JOB_STATES)[number];
 

@@ -1,7 +1,7 @@
 /**
  * The service worker served at GET /sw.js, kept in the code so the compiled
  * API serves it with no file beside it. It shows each push (the notifier's
- * payload, notifier/deliverers/push.ts: {kind, subject, body, url, data}) as
+ * payload, jobs/delivery/deliverers/push.ts: {kind, subject, body, url, data}) as
  * a notification, and opens its url on click: a window already on that page
  * is focused instead of opening a second one. A url on another origin is
  * never opened (the payload is ours, but a worker should not trust it blindly).

@@ -2,7 +2,7 @@
  * A city dense on both sides: many found reports around each lost report and many lost reports
  * around each found one, all of dogs and cats drawn from the same shelter-intake breed and
  * coat mix, arriving over 8 days in a 40 × 40 km area. Reports are replayed in the order they
- * are created, and each is matched the way notifier/matching/matcher.ts does when its job runs:
+ * are created, and each is matched the way jobs/matching/matcher.ts does when its job runs:
  * against the reports already there, with the found side's margin (isSuggested), and the
  * lost side's alert rule (alertsOwner, against the rest of that lost report's listing)
  * deciding which new suggestion tells its owner at once.

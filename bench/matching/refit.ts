@@ -2,7 +2,7 @@
  * Refits the scorer's weights from owners' decisions: each confirmed match is a true pair,
  * each dismissed one a false pair. It reports how the current and the refitted weights do
  * on a held-out quarter of the decisions and prints the refitted weights; it changes nothing.
- * Adopting them is a code change to DEFAULT_WEIGHTS (notifier/matching/score.ts), reviewed
+ * Adopting them is a code change to DEFAULT_WEIGHTS (jobs/matching/score.ts), reviewed
  * with these figures. docs/operations.md says when to run it.
  *
  *   DATABASE_URL=… npm run matching:refit [-- --lambda 1 --min 200]
@@ -107,7 +107,7 @@ export function formatRefit(r: RefitReport): string {
     `${r.decisions} decisions (${r.confirmed} confirmed); fitted on ${r.fitted}, measured on ${r.heldOut} held out`,
     `  current weights (DEFAULT_WEIGHTS): ${line(r.current)}`,
     `  refitted weights:                  ${line(r.refitted)}`,
-    "Nothing was changed. To adopt them, put these in DEFAULT_WEIGHTS (notifier/matching/score.ts) with the figures above:",
+    "Nothing was changed. To adopt them, put these in DEFAULT_WEIGHTS (jobs/matching/score.ts) with the figures above:",
     JSON.stringify(r.weights).replace(/"(\w+)":/g, "$1: ").replace(/,/g, ", "),
   ].join("\n");
 }

@@ -165,7 +165,7 @@ export function createDelivery(options: DeliveryOptions) {
 
 /**
  * Delivers a batch of notifications (the alert fan-out's:
- * lib/queue.ts enqueueDeliveryBatches) on one client: their delivery locks,
+ * jobs/queue.ts enqueueDeliveryBatches) on one client: their delivery locks,
  * their rows, their outcomes and their unlocks a statement each for the whole
  * batch, and the sends at once (docs/decisions/0084). Each gets one attempt
  * here, its round's next; a notification whose round goes on is queued as a

@@ -55,7 +55,7 @@ export async function loadForDelivery(client: Queryable, id: string): Promise<De
   return rows[0] ? deliverable(rows[0]) : null;
 }
 
-/** loadForDelivery for a batch (notifier/delivery.ts createBatchDelivery), in one statement; the order is not kept. */
+/** loadForDelivery for a batch (jobs/delivery/delivery.ts createBatchDelivery), in one statement; the order is not kept. */
 export async function loadManyForDelivery(client: Queryable, ids: readonly string[]): Promise<DeliverableNotification[]> {
   if (ids.length === 0) return [];
   const { rows } = await client.query<DeliveryRow>({

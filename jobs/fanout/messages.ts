@@ -55,7 +55,7 @@ export function nearbyLostDraft(report: AlertReport, recipient: AlertRecipient):
  * The nearby_lost draft of a report for every distance a subscription can be
  * from it in whole km (index = km, up to the largest radius), so that a
  * batch's rows are built in SQL from each recipient's rounded distance
- * (notifier/alerts/store.ts insertNearbyNotifications). Recipient and
+ * (jobs/fanout/store.ts insertNearbyNotifications). Recipient and
  * subscription are left blank: each row sets its own.
  */
 export function nearbyLostTexts(report: AlertReport): NotificationDraft[] {

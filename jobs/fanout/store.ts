@@ -124,7 +124,7 @@ export async function lockFanout(client: Queryable, eventId: string): Promise<Lo
  * quiet area, and every create of the write-path bench, would otherwise pay
  * a job (its fetch, lock, transaction and completion, and a wake-up of every
  * runner) to find nobody. For a consumer's whole batch, as CTEs of its
- * reaction check (notifier/reaction-checks.ts); `needed` selects the event
+ * reaction check (jobs/reaction-checks.ts); `needed` selects the event
  * ids of the starts that still need their job (a report gone since is left
  * to its job, which does nothing). Arguments are SQL (placeholders).
  *

@@ -38,7 +38,7 @@ export type FanoutJobPayload = z.output<(typeof FANOUT_QUEUED_TASKS)[typeof ALER
 /**
  * One batch of an alert fan-out, queued by the notifier's consumer (batch 0,
  * a reaction: notifier/reactions.ts) and by each batch for the next. The
- * notifier does the work: notifier/alerts/fanout.ts runFanoutBatch.
+ * notifier does the work: jobs/fanout/fanout.ts runFanoutBatch.
  */
 export function alertsFanoutTask(runBatch: (payload: FanoutJobPayload) => Promise<unknown>): Task {
   return async (payload, helpers) => {

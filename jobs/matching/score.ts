@@ -50,6 +50,7 @@ import {
   sharedWords,
 } from "./compare.js";
 import { MATCH_REASONS, SUGGESTION_THRESHOLD, type MatchReason } from "../../lib/matches.js";
+import { hammingDistance } from "../../lib/images/phash.js";
 
 export { MATCH_REASONS, SUGGESTION_THRESHOLD, type MatchReason };
 export const CANDIDATE_RADIUS_KM = 30;
@@ -155,14 +156,6 @@ export const DEFAULT_WEIGHTS: MatchWeights = {
   sizeAgree: 0.93, sizeConflict: -1.65, ageAgree: 0.85, ageConflict: -1.5, collarAlike: 1.81, collarUnlike: -2.29, collarMissing: 0.16,
   photoClose: 4, chipNear: 1.5, chipDifferent: -6,
 };
-
-export function hammingDistance(hexA: string, hexB: string): number {
-  if (!/^[0-9a-f]{16}$/i.test(hexA) || !/^[0-9a-f]{16}$/i.test(hexB)) throw new Error("expected 16 hex digits");
-  let x = BigInt(`0x${hexA}`) ^ BigInt(`0x${hexB}`);
-  let bits = 0;
-  for (; x > 0n; x &= x - 1n) bits++;
-  return bits;
-}
 
 /** Great-circle distance in kilometres. */
 export function distanceKm(a: { lat: number; lon: number }, b: { lat: number; lon: number }): number {

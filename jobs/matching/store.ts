@@ -1,5 +1,5 @@
 import type { Queryable } from "../../lib/db.js";
-import type { MatchKind, MatchReason } from "../../lib/matches.js";
+import type { MatchKind, MatchPair } from "../../lib/matches.js";
 import type { MatchSubjectRef } from "./task.js";
 import type { MatchSubject } from "./score.js";
 
@@ -176,14 +176,8 @@ export function lostReportsWithMatchWorkSql(ids: string, window: { radiusM: stri
          or exists (select from safety_sighting r where ${candidateFilter("sighting", subject)}))`;
 }
 
-export interface ScoredPair {
-  lostReportId: string;
-  kind: MatchKind;
-  targetId: string;
-  score: number;
-  reasons: MatchReason[];
-  distanceM: number;
-}
+/** A pair as matching scored it: lib/matches.ts's MatchPair, the row's columns the API reads too. */
+export type ScoredPair = MatchPair;
 
 /**
  * Writes the pairs at or above the threshold: new ones are inserted, and a

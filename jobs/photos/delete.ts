@@ -5,7 +5,7 @@ import type { PhotoJobDeps } from "./process.js";
 import * as store from "./store.js";
 
 /**
- * The photo__delete_objects job (jobs/photo-delete.ts), queued with DELETE
+ * The photo__delete_objects job (jobs/photos/task.ts), queued with DELETE
  * /v1/photos/{id}: removes the deleted photo's original and variants from
  * storage, except objects another photo still needs (equal bytes share one
  * key). Idempotent: deleting a missing object is no error, and a re-run finds

@@ -84,7 +84,7 @@ async function storeVariants(deps: PhotoJobDeps, photo: store.JobPhoto, image: P
 }
 
 /**
- * The photo__process job (jobs/photo-process.ts): decode the private original
+ * The photo__process job (jobs/photos/task.ts): decode the private original
  * (refusing past 40 MP before decoding pixels), auto-rotate, make the thumb
  * and display WebPs without metadata and the dHash, store them, mark the
  * photo ready, then delete the original. An image the service cannot use

@@ -147,7 +147,7 @@ export async function runDigest(pool: Pool, today?: string, dailyCap = DAILY_ALE
         return channelsFor(draft.kind, preferences.get(actorId)).map((channel) => ({
           ...draft,
           sourceEventId: digestSourceId(actorId, itemDay),
-          // Fixed with the id, so a retried digest conflicts with the first (notifier/store.ts NewNotification).
+          // Fixed with the id, so a retried digest conflicts with the first (jobs/delivery/store.ts NewNotification).
           sourceOccurredAt: `${itemDay}T00:00:00Z`,
           eventType: EventType.AnimalLostReported,
           channel,

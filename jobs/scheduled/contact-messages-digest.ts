@@ -7,7 +7,7 @@ import { channelsFor, emailPreferences, insertNotifications, needingDelivery } f
 
 /**
  * The hourly digest of held contact messages (graphile-worker cron in the
- * notifier's worker, jobs/contact-messages-digest.ts). A message past its
+ * notifier's worker, jobs/scheduled/task.ts). A message past its
  * target's daily volume is stored held and its event notifies no one
  * (handlers.ts); here each target's held messages become one relay_message
  * notification to its owner that lists them, oldest first. The messages are

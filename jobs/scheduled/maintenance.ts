@@ -1,7 +1,7 @@
 import { withTransaction, type Pool, type PoolClient, type Queryable } from "../../lib/db.js";
 
 /**
- * Hourly housekeeping run by the relay's worker (jobs/maintenance-prune.ts):
+ * Hourly housekeeping run by the relay's worker (jobs/scheduled/task.ts):
  * tables that would otherwise grow for ever, and the time partitions of the
  * outbox and of notifications (migration 000022, decision 0083). Audit
  * events, reports and notifications are never pruned here.

@@ -2,7 +2,7 @@ import { withTransaction, type Pool } from "../../lib/db.js";
 import { dateBatch, expireBatch, remindBatch } from "../../lib/report-lifecycle.js";
 
 /**
- * Report lifetime, run by the relay's worker (jobs/report-lifetime.ts): open
+ * Report lifetime, run by the relay's worker (jobs/scheduled/task.ts): open
  * reports past expires_at close with closed_reason 'expired' (so they leave
  * alerts and matching, which read open reports only), and reporters get
  * report_expiring a few days before. The batches are the lifecycle's own

@@ -12,7 +12,7 @@ export const ALERTS_DIGEST_TASK = "alerts__digest";
 /**
  * Every morning at 07:00 UTC (graphile-worker cron in the notifier's worker,
  * one run per tick however many notifiers run; backfilled when they were all
- * down then). notifier/alerts/digest.ts runDigest does the work.
+ * down then). jobs/scheduled/alerts-digest.ts runDigest does the work.
  */
 export const ALERTS_DIGEST_CRONTAB = `0 7 * * * ${ALERTS_DIGEST_TASK} ?fill=1d`;
 
@@ -29,7 +29,7 @@ export const ALERTS_SWEEP_TASK = "alerts__sweep";
 /**
  * Every minute: re-queues fan-outs whose batch job died with its worker
  * (graphile-worker keeps such a job locked for hours), so no fan-out waits
- * on a dead process. notifier/alerts/fanout.ts requeueStalledFanouts does the work.
+ * on a dead process. jobs/fanout/fanout.ts requeueStalledFanouts does the work.
  */
 export const ALERTS_SWEEP_CRONTAB = `* * * * * ${ALERTS_SWEEP_TASK}`;
 
@@ -46,7 +46,7 @@ export const CONTACT_MESSAGES_DIGEST_TASK = "contact_messages__digest";
 /**
  * Every hour on the hour (graphile-worker cron in the notifier's worker, one
  * run per tick however many notifiers run). A missed tick needs no backfill:
- * the next run takes every message still held. notifier/contact-messages-digest.ts
+ * the next run takes every message still held. jobs/scheduled/contact-messages-digest.ts
  * runContactMessageDigest does the work.
  */
 export const CONTACT_MESSAGES_DIGEST_CRONTAB = `0 * * * * ${CONTACT_MESSAGES_DIGEST_TASK}`;
@@ -64,12 +64,12 @@ export function contactMessagesDigestTask(digest: () => Promise<{ notifications:
 
 /**
  * Hourly housekeeping (graphile-worker cron, so several relays still run it
- * once per tick). The relay owns the work: relay/maintenance.ts.
+ * once per tick). The relay owns the work: jobs/scheduled/maintenance.ts.
  */
 export const MAINTENANCE_PRUNE_TASK = "maintenance__prune";
 export const MAINTENANCE_CRONTAB = `0 * * * * ${MAINTENANCE_PRUNE_TASK}`;
 
-/** What one run did (relay/maintenance.ts PruneResult). */
+/** What one run did (jobs/scheduled/maintenance.ts PruneResult). */
 export interface MaintenanceRun {
   buckets: number;
   partitionsCreated: string[];
@@ -95,7 +95,7 @@ export function maintenancePruneTask(prune: () => Promise<MaintenanceRun>): Task
 /**
  * Report lifetime every five minutes (graphile-worker cron: one job per
  * tick however many relays run). The relay runs the work:
- * relay/report-lifetime.ts, with the lifecycle's batch statements
+ * jobs/scheduled/report-lifetime.ts, with the lifecycle's batch statements
  * (lib/report-lifecycle.ts), and is safe to run twice at once.
  */
 export const REPORT_LIFETIME_TASK = "report__lifetime";

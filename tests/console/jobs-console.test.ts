@@ -11,8 +11,8 @@ import { ensureConsoleBundle, launchChromium, row, screenshot, signInAsDebugActo
 const ADMIN = "jobs-admin-1";
 const SMTP_ERROR = [
   "Error: SMTP 451 4.7.1 greylisted, try again later",
-  "    at deliver (jobs/notification-deliver.ts:88:11)",
-  "    at async Object.notification__deliver (notifier/task-lists.ts:41:5)",
+  "    at deliver (jobs/delivery/task.ts:88:11)",
+  "    at async Object.notification__deliver (jobs/families.ts:41:5)",
 ].join("\n");
 
 let db: TestDatabase;

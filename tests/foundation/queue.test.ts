@@ -8,7 +8,7 @@ import { enqueue, enqueueMany, jobKey, jobKeySql } from "../../jobs/queue.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 /**
- * lib/queue.ts, the one way to queue a job: typed by the task's payload
+ * jobs/queue.ts, the one way to queue a job: typed by the task's payload
  * schema at compile time and parsed with it at run time, in the caller's
  * transaction, one job per key.
  */

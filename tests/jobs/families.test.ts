@@ -142,6 +142,12 @@ describe("job families", () => {
     expect(() =>
       loadNotifierConfig({ DATABASE_URL: "postgres://x@127.0.0.1/x", NATS_URL: "nats://127.0.0.1:4222", NOTIFIER_ENV: "development", NOTIFIER_JOB_FAMILIES: "matching,everything" }),
     ).toThrow(expect.objectContaining({ setting: "NOTIFIER_JOB_FAMILIES" }));
+    // A notifier may run job families alone, without consuming the stream.
+    expect(config.NOTIFIER_CONSUME).toBe(true);
+    expect(
+      loadNotifierConfig({ DATABASE_URL: "postgres://x@127.0.0.1/x", NATS_URL: "nats://127.0.0.1:4222", NOTIFIER_ENV: "development", NOTIFIER_CONSUME: "false" })
+        .NOTIFIER_CONSUME,
+    ).toBe(false);
   });
 
   it("twenty pushes hanging on a tarpit stall no one else's email, push, match or scheduled job", async () => {

@@ -1,8 +1,9 @@
+import { hammingDistance } from "../../lib/images/phash.js";
 import { describe, expect, it } from "vitest";
 import { generateDataset } from "../../bench/matching/generate.js";
 import { evaluate } from "../../bench/matching/metrics.js";
 import {
-  alertsOwner, hammingDistance, isSuggested, MATCH_REASONS, type MatchSubject, SUGGESTION_THRESHOLD, scoreMatch, withinCandidateWindow,
+  alertsOwner, isSuggested, MATCH_REASONS, type MatchSubject, SUGGESTION_THRESHOLD, scoreMatch, withinCandidateWindow,
 } from "../../jobs/matching/score.js";
 
 const HOUR = 3_600_000;

@@ -103,7 +103,7 @@ export function summaryReader(db: Queryable, maxAgeMs: number, now: () => number
 export const STALE_FACTOR = 5;
 
 /**
- * The task names a filter may use: every queued task (lib/job-payloads.ts),
+ * The task names a filter may use: every queued task (jobs/registry.ts),
  * every crontab item a worker registered, and any task with a job now (one
  * queued by hand).
  */

@@ -1,19 +1,9 @@
 import type { Species } from "../../../lib/animals.js";
 import type { Queryable } from "../../../lib/db.js";
-import type { MatchKind, MatchReason, MatchStatus } from "../../../lib/matches.js";
+import type { MatchRow, MatchStatus } from "../../../lib/matches.js";
 import type { MatchCursor } from "./schemas.js";
 
-export interface MatchRow {
-  id: string;
-  lostReportId: string;
-  kind: MatchKind;
-  targetId: string;
-  score: number;
-  reasons: MatchReason[];
-  distanceM: number;
-  status: MatchStatus;
-  createdAt: Date;
-}
+export type { MatchRow };
 
 const matchColumns = `m.id, m.lost_report_id as "lostReportId", m.kind, m.target_id as "targetId", m.score, m.reasons,
   m.distance_m as "distanceM", m.status, m.created_at as "createdAt"`;

@@ -188,7 +188,7 @@ export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
 
   return {
     async deliver(notification, client = pool) {
-      // The delivery job reads them with the row (notifier/store.ts loadForDelivery); other callers do not.
+      // The delivery job reads them with the row (jobs/delivery/store.ts loadForDelivery); other callers do not.
       const subscriptions =
         notification.pushSubscriptions ??
         (

@@ -19,7 +19,7 @@ export class DeliveryError extends Error {
 export interface Deliverer {
   /** Resolves when the channel accepted the notification; throws DeliveryError otherwise. */
   /**
-   * `client` is the delivery's own connection (notifier/delivery.ts): a deliverer that reads rows (push reads
+   * `client` is the delivery's own connection (jobs/delivery/delivery.ts): a deliverer that reads rows (push reads
    * the recipient's subscriptions) uses it, never a second one from the pool, which a worker running as many
    * deliveries as the pool has connections would wait on for ever.
    */
