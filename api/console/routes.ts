@@ -35,7 +35,7 @@ export function consoleContentSecurityPolicy(issuer: string | null): string {
 export const consoleRoutes: FastifyPluginAsyncZod<{ config: ApiConfig; root?: string }> = async (app, options) => {
   const sign = signInConfig(options.config);
   await app.register(singlePageRoutes, {
-    prefix: "/admin",
+    mount: "/admin",
     root: options.root ?? consoleBundleDir(),
     buildCommand: "npm run build:console",
     contentSecurityPolicy: consoleContentSecurityPolicy(issuerOrigin(sign)),

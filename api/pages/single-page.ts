@@ -40,8 +40,8 @@ export function issuerOrigin(sign: SignInConfig): string | null {
 }
 
 export interface SinglePageOptions {
-  /** Where it is served: "/admin", "/app". */
-  prefix: `/${string}`;
+  /** Where it is served: "/admin", "/app" (not `prefix`, which register() would take as its own). */
+  mount: `/${string}`;
   /** The built bundle (Vite's outDir). */
   root: string;
   /** The command that builds it, named in the 404 when it is not built. */
@@ -68,8 +68,8 @@ const PagePath = z.object({ "*": z.string().max(500) });
  * is gated there.
  */
 export const singlePageRoutes: FastifyPluginAsyncZod<SinglePageOptions> = async (app, options) => {
-  const { prefix, root } = options;
-  if (!existsSync(join(root, "index.html"))) app.log.warn({ root }, `${prefix}: bundle not built (${options.buildCommand}); it answers 404`);
+  const { mount, root } = options;
+  if (!existsSync(join(root, "index.html"))) app.log.warn({ root }, `${mount}: bundle not built (${options.buildCommand}); it answers 404`);
   await app.register(fastifyStatic, { root, serve: false, index: false, dotfiles: "deny" });
 
   const meta = `<meta name="service-config" content="${escapeHtml(JSON.stringify(options.pageConfig))}">`;
@@ -93,15 +93,15 @@ export const singlePageRoutes: FastifyPluginAsyncZod<SinglePageOptions> = async 
 
   const sendIndex = async (reply: FastifyReply) => {
     const html = await readPage();
-    if (html === null) throw problems.notFound(`${prefix} bundle (run ${options.buildCommand})`);
+    if (html === null) throw problems.notFound(`${mount} bundle (run ${options.buildCommand})`);
     securityHeaders(reply);
     return reply.header("cache-control", "no-cache").type("text/html; charset=utf-8").send(html);
   };
 
   // Hidden from the OpenAPI document: these serve files, not the API.
-  app.get(prefix, { config, schema: { hide: true } }, (_request, reply) => sendIndex(reply));
+  app.get(mount, { config, schema: { hide: true } }, (_request, reply) => sendIndex(reply));
 
-  app.get(`${prefix}/*`, { config, schema: { hide: true, params: PagePath } }, (request, reply) => {
+  app.get(`${mount}/*`, { config, schema: { hide: true, params: PagePath } }, (request, reply) => {
     const path = request.params["*"];
     if (path.startsWith("assets/")) {
       // A missing asset is the not-found handler's 404, never index.html.

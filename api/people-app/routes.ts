@@ -53,7 +53,7 @@ export const peopleAppRoutes: FastifyPluginAsyncZod<{ config: ApiConfig; root?: 
   const sign = signInConfig(config);
   const pageConfig: AppPageConfig = { ...sign, map: { tileUrl: config.APP_MAP_TILE_URL, attribution: config.APP_MAP_ATTRIBUTION } };
   await app.register(singlePageRoutes, {
-    prefix: "/app",
+    mount: "/app",
     root: options.root ?? appBundleDir(),
     buildCommand: "npm run build:app",
     contentSecurityPolicy: appContentSecurityPolicy(tileOrigin(config.APP_MAP_TILE_URL), issuerOrigin(sign)),

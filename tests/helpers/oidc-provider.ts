@@ -61,6 +61,8 @@ export async function startOidcProvider(reserved: { server: Server; issuer: stri
     jwks: { keys: [signingKey as never] },
     cookies: { keys: ["oidc-test-cookie-key"] },
     pkce: { required: () => true },
+    // The app calls the token endpoint from its own origin: the client's redirect origins may.
+    clientBasedCORS: (_ctx, origin, client) => client.redirectUris.some((uri) => new URL(uri).origin === origin),
     features: {
       devInteractions: { enabled: true },
       resourceIndicators: {
