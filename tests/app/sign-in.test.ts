@@ -4,7 +4,7 @@ import type { Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
 import { TEST_AUDIENCE } from "../helpers/jwks.js";
-import { launchChromium, type Browser } from "../console/browser.js";
+import { ensureConsoleBundle, launchChromium, type Browser } from "../console/browser.js";
 import { PHONE, signInThroughProvider, startAppStack, type AppStack } from "./support.js";
 
 /**
@@ -21,6 +21,7 @@ let stack: AppStack;
 let browser: Browser;
 
 beforeAll(async () => {
+  await ensureConsoleBundle();
   [stack, browser] = await Promise.all([
     startAppStack({ provider: { accessTokenTtl: ACCESS_TOKEN_TTL, roles: { "admin-7": ["platform_admin"] } } }),
     launchChromium(),
