@@ -64,7 +64,7 @@ async function signIn(page: Page, login: string): Promise<string> {
 }
 
 async function storedValues(page: Page): Promise<string> {
-  return page.evaluate(() => JSON.stringify([{ ...localStorage }, { ...sessionStorage }, document.cookie]));
+  return page.evaluate<string>("JSON.stringify([{ ...localStorage }, { ...sessionStorage }, document.cookie])");
 }
 
 describe("signing in to the app through the OpenID provider", () => {
@@ -184,12 +184,12 @@ describe("signing in to the app through the OpenID provider", () => {
     try {
       const tokens = bearerTokens(page);
       // The response is genuine and unused; only the nonce this tab expects is changed, before the app reads it.
-      await page.addInitScript(() => {
-        if (location.pathname !== "/app/callback") return;
-        for (const key of Object.keys(sessionStorage).filter((k) => k.startsWith("oidc.pending"))) {
-          sessionStorage.setItem(key, JSON.stringify({ ...JSON.parse(sessionStorage.getItem(key)!), nonce: "another-nonce" }));
-        }
-      });
+      await page.addInitScript(`
+        if (location.pathname === "/app/callback") {
+          for (const key of Object.keys(sessionStorage).filter((k) => k.startsWith("oidc.pending"))) {
+            sessionStorage.setItem(key, JSON.stringify({ ...JSON.parse(sessionStorage.getItem(key)), nonce: "another-nonce" }));
+          }
+        }`);
       await signInThroughProvider(page, "owner-4", startFromReports(page));
       await page.getByRole("alert").waitFor();
       expect(await page.getByRole("alert").textContent()).toMatch(/Sign-in refused.*nonce/);
@@ -209,22 +209,22 @@ describe("signing in to the app through the OpenID provider", () => {
       first.on("request", (request) => {
         if (request.url().startsWith(`${stack.baseUrl}/app/callback`)) stolen = new URL(request.url()).searchParams.get("code") ?? "";
       });
-      await first.addInitScript(() => {
-        if (location.pathname !== "/app/callback") return;
-        for (const key of Object.keys(sessionStorage).filter((k) => k.startsWith("oidc.pending"))) sessionStorage.removeItem(key);
-      });
+      await first.addInitScript(`
+        if (location.pathname === "/app/callback") {
+          for (const key of Object.keys(sessionStorage).filter((k) => k.startsWith("oidc.pending"))) sessionStorage.removeItem(key);
+        }`);
       await signInThroughProvider(first, "owner-5", startFromReports(first));
       await first.getByRole("alert").waitFor();
       expect(stolen).not.toBe("");
       const codeGrants = stack.provider.tokenGrants.filter((g) => g === "authorization_code").length;
 
       // The second tab's own response, its code swapped for the first tab's: the state matches, the verifier does not.
-      await second.addInitScript((code: string) => {
-        if (location.pathname !== "/app/callback") return;
-        const url = new URL(location.href);
-        url.searchParams.set("code", code);
-        history.replaceState(null, "", url.href);
-      }, stolen);
+      await second.addInitScript(`
+        if (location.pathname === "/app/callback") {
+          const url = new URL(location.href);
+          url.searchParams.set("code", ${JSON.stringify(stolen)});
+          history.replaceState(null, "", url.href);
+        }`);
       const tokens = bearerTokens(second);
       await signInThroughProvider(second, "owner-5", startFromReports(second));
       await second.getByRole("alert").waitFor();

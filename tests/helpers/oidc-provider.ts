@@ -62,7 +62,7 @@ export async function startOidcProvider(reserved: { server: Server; issuer: stri
     cookies: { keys: ["oidc-test-cookie-key"] },
     pkce: { required: () => true },
     // The app calls the token endpoint from its own origin: the client's redirect origins may.
-    clientBasedCORS: (_ctx, origin, client) => client.redirectUris.some((uri) => new URL(uri).origin === origin),
+    clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => new URL(uri).origin === origin),
     features: {
       devInteractions: { enabled: true },
       resourceIndicators: {
