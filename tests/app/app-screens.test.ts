@@ -361,7 +361,20 @@ describe("signed in through the provider", () => {
     await page.getByRole("combobox", { name: "Sprache" }).selectOption("en");
   });
 
-  it("broke no content security rule and loaded nothing from an origin the policy does not name", () => {
+  it("is installable: Chromium finds the manifest, its icons and the service worker", async () => {
+    await open("search", "Lost and found animals near you");
+    await page.evaluate("navigator.serviceWorker.ready");
+    const cdp = await browser.context.newCDPSession(page);
+    const { installabilityErrors } = (await cdp.send("Page.getInstallabilityErrors")) as { installabilityErrors: unknown[] };
+    expect(installabilityErrors).toEqual([]);
+    await cdp.detach();
+  });
+
+  it("broke no content security rule and loaded nothing from an origin the policy does not name", async () => {
+    const res = await fetch(`${stack.baseUrl}/app/`);
+    const policy = res.headers.get("content-security-policy")!;
+    expect(policy).toContain(`img-src 'self' data: blob: ${stack.tiles.origin};`);
+    expect(policy).toContain(`connect-src 'self' ${stack.provider.issuer};`);
     expect(cspViolations).toEqual([]);
     const allowed = [stack.baseUrl, stack.tiles.origin, stack.provider.issuer];
     expect(requested.filter((url) => !allowed.some((origin) => url.startsWith(`${origin}/`)) && !url.startsWith("data:") && !url.startsWith("blob:"))).toEqual([]);
