@@ -15,6 +15,9 @@ import { photoPart, uploadRequest } from "../photos/support.js";
 import { call } from "../safety/helpers.js";
 import { appScreenshot, PHONE, signInThroughProvider, startAppStack, type AppStack } from "./support.js";
 
+
+/** Waits on a condition: generous, the suite shares two cores. */
+const poll = <T>(check: () => T | Promise<T>) => expect.poll(check, { timeout: 30_000 });
 /**
  * Every screen of the app in Chromium at a phone's width, as a person uses
  * it, signed in through the real provider: search near a point, file a report
@@ -155,7 +158,7 @@ describe("signed in through the provider", () => {
     await tapMap();
     await page.getByRole("button", { name: "File the report" }).click();
     const microchip = page.getByLabel("Microchip number");
-    await expect.poll(() => microchip.getAttribute("aria-invalid")).toBe("true");
+    await poll(() => microchip.getAttribute("aria-invalid")).toBe("true");
     const describedBy = (await microchip.getAttribute("aria-describedby"))!;
     expect(await page.locator(`[id="${describedBy}"]`).textContent()).toContain("5-40 letters");
     expect(await page.getByRole("alert").first().textContent()).toContain("Some fields need attention");
@@ -214,8 +217,7 @@ describe("signed in through the provider", () => {
     await open("reports", "My reports");
     const card = page.locator(`li[data-id="${lostId}"]`);
     await card.getByRole("button", { name: "Keep active" }).click();
-    await expect
-      .poll(async () => (await stack.db.pool.query("select expires_at > now() + interval '20 days' as renewed from safety_lost_report where id = $1", [lostId])).rows[0].renewed)
+    await poll(async () => (await stack.db.pool.query("select expires_at > now() + interval '20 days' as renewed from safety_lost_report where id = $1", [lostId])).rows[0].renewed)
       .toBe(true);
 
     page.once("dialog", (dialog) => void dialog.accept());
@@ -321,7 +323,7 @@ describe("signed in through the provider", () => {
     await page.getByLabel("Radius (km)").fill("80");
     await page.getByRole("button", { name: "Add this circle" }).click();
     const radius = page.getByLabel("Radius (km)");
-    await expect.poll(() => radius.getAttribute("aria-invalid")).toBe("true");
+    await poll(() => radius.getAttribute("aria-invalid")).toBe("true");
 
     await radius.fill("3");
     await page.getByRole("checkbox", { name: "Dog" }).check();
@@ -340,7 +342,7 @@ describe("signed in through the provider", () => {
     await open("settings", "Settings");
     await page.getByLabel("Email address").fill("not an address");
     await page.getByRole("button", { name: "Save address" }).click();
-    await expect.poll(() => page.getByLabel("Email address").getAttribute("aria-invalid")).toBe("true");
+    await poll(() => page.getByLabel("Email address").getAttribute("aria-invalid")).toBe("true");
 
     await page.getByLabel("Email address").fill("owner@example.com");
     await page.getByRole("button", { name: "Save address" }).click();

@@ -7,6 +7,9 @@ import { TEST_AUDIENCE } from "../helpers/jwks.js";
 import { ensureConsoleBundle, launchChromium, type Browser } from "../console/browser.js";
 import { PHONE, signInThroughProvider, startAppStack, type AppStack } from "./support.js";
 
+
+/** Waits on a condition: generous, the suite shares two cores. */
+const poll = <T>(check: () => T | Promise<T>) => expect.poll(check, { timeout: 30_000 });
 /**
  * The app's and the console's OpenID Connect sign-in against a real provider
  * (oidc-provider on loopback) in Chromium: the token it issues is the one the
@@ -124,14 +127,13 @@ describe("signing in to the app through the OpenID provider", () => {
       const tokens = bearerTokens(page);
       const grantsBefore = stack.provider.tokenGrants.filter((g) => g === "refresh_token").length;
       await signIn(page, "owner-2");
-      await expect
-        .poll(() => stack.provider.tokenGrants.filter((g) => g === "refresh_token").length, { timeout: 30_000 })
+      await poll(() => stack.provider.tokenGrants.filter((g) => g === "refresh_token").length)
         .toBeGreaterThan(grantsBefore);
       // The next screen's calls carry the refreshed token, and the API takes it.
       const first = tokens[0]!;
       await page.getByRole("link", { name: "Alerts" }).click();
       await page.getByRole("heading", { name: "Alerts near me" }).waitFor();
-      await expect.poll(() => tokens.at(-1)).not.toBe(first);
+      await poll(() => tokens.at(-1)).not.toBe(first);
       expect(decodeJwt(tokens.at(-1)!).sub).toBe("owner-2");
       expect(await page.getByRole("alert").count()).toBe(0);
       const stored = await storedValues(page);
