@@ -255,10 +255,10 @@ describe("signed in through the provider", () => {
 
     await open(`reports/lost/${lostId}`, "Lost: Dog · Rex");
     const card = page.locator(`li[data-id="${match.rows[0].id}"]`);
-    await card.waitFor();
+    // The finder's photo arrives with the found report's public view, after the match itself.
+    await card.locator(`img[src="/v1/photos/${upload.json().id}/thumb"]`).waitFor();
     expect(await card.textContent()).toMatch(/Found report · Dog · \d+% match/);
     expect(await card.locator(".chip").allTextContents()).toContain("Breed");
-    await card.locator(`img[src="/v1/photos/${upload.json().id}/thumb"]`).waitFor();
     await page.locator("path.area-sighting").first().waitFor();
     await expectAccessible("matches");
     await appScreenshot(page, "matches");
