@@ -10,7 +10,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-RUN npm run build && npm run build:console && npm prune --omit=dev \
+RUN npm run build && npm prune --omit=dev \
  && test -f dist/tasks/cancel-lost-report.js && test -f dist/tasks/clean-worker-jobs.js
 
 FROM node:24-bookworm-slim
@@ -22,6 +22,7 @@ COPY --from=build /app/dist ./dist
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/migrations ./migrations
 COPY --from=build /app/admin-ui/dist ./admin-ui/dist
+COPY --from=build /app/app-ui/dist ./app-ui/dist
 USER node
 EXPOSE 8080 8081 8085
 CMD ["node", "dist/api/main.js"]

@@ -16,6 +16,7 @@ import { moderationRoutes } from "./moderation/routes.js";
 import { notificationRoutes } from "./notifications/routes.js";
 import { ownerRoutes } from "./owner/routes.js";
 import { partnerRoutes } from "./partners/routes.js";
+import { peopleAppRoutes } from "./people-app/routes.js";
 import { createAuthenticator, registerAuth, suspensionBeforeRefusal } from "./plugins/auth.js";
 import { clientErrorHandler, registerErrorHandling, sendProblem } from "./plugins/errors.js";
 import { registerGracefulClose } from "./plugins/graceful-close.js";
@@ -145,7 +146,8 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, tagP
   await app.register(photoRoutes, { ...deps, metrics });
   await app.register(partnerRoutes, deps);
   await app.register(pushRoutes, deps);
-  await app.register(consoleRoutes);
+  await app.register(consoleRoutes, { config });
+  await app.register(peopleAppRoutes, { config });
 
   return app;
 }

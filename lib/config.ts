@@ -406,6 +406,38 @@ const apiSettings = defineProcess({
     AUTH_AUDIENCE: optionalSetting(z.string()).describe("The `aud` a bearer JWT must carry."),
     AUTH_ROLES_CLAIM: z.string().min(1).default("roles").describe("The JWT claim that holds the actor's roles."),
     API_CORS_ORIGINS: csv.describe("The origins CORS allows; none when empty."),
+    APP_OIDC_CLIENT_ID: optionalSetting(z.string().trim().min(1).max(200)).describe(
+      "The OpenID Connect client the app (`/app`) and the admin console (`/admin`) sign in with at `AUTH_ISSUER`: a public client " +
+        "(authorization code with PKCE, no secret) whose redirect URIs are `{origin}/app/callback` and `{origin}/admin/callback`. " +
+        "Unset: neither offers the provider's sign-in.",
+    ),
+    APP_OIDC_SCOPE: z
+      .string()
+      .trim()
+      .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, "expected space-separated scope tokens")
+      .refine((scope) => scope.split(" ").includes("openid"), "must include openid")
+      .default("openid offline_access")
+      .describe("The scopes the app and the console ask the provider for; `offline_access` gets a refresh token from most providers."),
+    APP_OIDC_RESOURCE: optionalSetting(z.string().url()).describe(
+      "An RFC 8707 resource indicator sent with the sign-in and token requests, for a provider that issues the API's access token " +
+        "(audience `AUTH_AUDIENCE`) for a named resource. Unset: none is sent.",
+    ),
+    APP_MAP_TILE_URL: z
+      .string()
+      .url()
+      .refine((url) => ["{z}", "{x}", "{y}"].every((part) => url.includes(part)), "must contain {z}, {x} and {y}")
+      .refine((url) => /^https?:\/\//.test(url), "must be http or https")
+      .default("https://tile.openstreetmap.org/{z}/{x}/{y}.png")
+      .describe(
+        "The app's map tiles, a Leaflet URL template (`{s}` optional). Its origin is the only other origin the app's content security policy allows (images).",
+      ),
+    APP_MAP_ATTRIBUTION: z
+      .string()
+      .trim()
+      .min(1)
+      .max(300)
+      .default("© OpenStreetMap contributors")
+      .describe("The attribution shown on the app's maps, as the tiles' licence asks."),
     ...objectStorage,
     API_TRUSTED_PROXY_CIDRS: cidrList.describe("Proxies whose `X-Forwarded-For` is trusted for the client's address; none when empty."),
     API_DEV_AUTH_BYPASS: boolString.describe(

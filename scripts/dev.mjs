@@ -82,13 +82,11 @@ try {
   await exit(1);
 }
 
-// The admin console at /admin is a Vite bundle: build it once if it is missing.
-if (!existsSync(path.join(root, "admin-ui/dist/index.html"))) {
-  const build = spawnSync(process.execPath, [path.join(root, "node_modules/vite/bin/vite.js"), "build", "admin-ui"], {
-    cwd: root,
-    stdio: "inherit",
-  });
-  if (build.status !== 0) console.error("dev: the admin console bundle did not build; /admin will answer 404");
+// The admin console at /admin and the app at /app are Vite bundles: each is built once if it is missing.
+for (const [folder, mount] of [["admin-ui", "/admin"], ["app-ui", "/app"]]) {
+  if (existsSync(path.join(root, folder, "dist/index.html"))) continue;
+  const build = spawnSync(process.execPath, [path.join(root, "node_modules/vite/bin/vite.js"), "build", folder], { cwd: root, stdio: "inherit" });
+  if (build.status !== 0) console.error(`dev: the ${folder} bundle did not build; ${mount} will answer 404`);
 }
 
 const migrate = spawnSync(process.execPath, [path.join(root, "bin/api"), "migrate", "up"], { env, stdio: "inherit" });

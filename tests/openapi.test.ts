@@ -10,9 +10,9 @@ let bus: TestBus;
 let api: TestApi;
 const routes: RouteOptions[] = [];
 
-// Operational endpoints and pages (the console, the tag page, the share pages and their short links, the push
+// Operational endpoints and pages (the console, the app, the tag page, the share pages and their short links, the push
 // service worker) that are deliberately not part of the API document.
-const UNDOCUMENTED = /^\/(healthz|readyz|metrics|openapi\.json|docs|admin|t|lost|found|s|sw\.js)(\/|$)/;
+const UNDOCUMENTED = /^\/(healthz|readyz|metrics|openapi\.json|docs|admin|app|t|lost|found|s|sw\.js)(\/|$)/;
 
 beforeAll(async () => {
   db = await createTestDatabase();

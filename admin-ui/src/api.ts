@@ -1,12 +1,14 @@
 import type { ModerationTargetType } from "../../lib/moderation";
+import type { OidcSession } from "../../ui-shared/oidc";
 import type { Channel, NotificationStatus, ReasonCategory } from "../../lib/notifications";
 /**
  * The console's only way to the service: the public HTTP API of the contract
  * (/v1/admin/..., same origin), with the signed-in credential on every call.
  */
 
-/** How the operator signed in: a bearer token, or the development debug actor. */
+/** How the operator signed in: the identity provider (tokens in memory), a pasted bearer token, or the development debug actor. */
 export type Credential =
+  | { kind: "oidc"; session: OidcSession }
   | { kind: "bearer"; token: string }
   | { kind: "debug"; actorId: string; roles: string };
 
@@ -37,7 +39,11 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-export function authHeaders(credential: Credential): Record<string, string> {
+export async function authHeaders(credential: Credential): Promise<Record<string, string>> {
+  if (credential.kind === "oidc") {
+    const token = await credential.session.accessToken();
+    return token ? { authorization: `Bearer ${token}` } : {};
+  }
   if (credential.kind === "bearer") return { authorization: `Bearer ${credential.token}` };
   const headers: Record<string, string> = { "x-debug-actor": credential.actorId };
   if (credential.roles.trim()) headers["x-debug-roles"] = credential.roles.trim();
@@ -51,6 +57,7 @@ export function authHeaders(credential: Credential): Record<string, string> {
  */
 export function actorIdOf(credential: Credential): string | null {
   if (credential.kind === "debug") return credential.actorId;
+  if (credential.kind === "oidc") return credential.session.subject;
   const payload = credential.token.split(".")[1];
   if (!payload) return null;
   try {
@@ -85,7 +92,7 @@ async function problemOf(response: Response): Promise<Problem> {
 }
 
 export async function call<T>(credential: Credential, method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { accept: "application/json", ...authHeaders(credential) };
+  const headers: Record<string, string> = { accept: "application/json", ...(await authHeaders(credential)) };
   // Only with a body: an empty body sent as application/json is refused by the API.
   if (body !== undefined) headers["content-type"] = "application/json";
   let response: Response;
@@ -106,7 +113,7 @@ export async function call<T>(credential: Credential, method: "GET" | "POST", pa
 export async function fetchImage(credential: Credential, path: string): Promise<string> {
   let response: Response;
   try {
-    response = await fetch(path, { headers: { accept: "image/webp", ...authHeaders(credential) } });
+    response = await fetch(path, { headers: { accept: "image/webp", ...(await authHeaders(credential)) } });
   } catch (err) {
     throw new ApiError({ type: "", title: "Network error", status: 0, detail: (err as Error).message });
   }

@@ -1,4 +1,5 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
+import { OidcSession, SignInError, type OidcSettings } from "../../ui-shared/oidc";
 import { actorIdOf, call, type Credential, type Problem } from "./api";
 import { Accounts } from "./screens/accounts";
 import { Alerts } from "./screens/alerts";
@@ -23,13 +24,30 @@ const SCREENS = {
 } as const;
 type ScreenName = keyof typeof SCREENS;
 
-// Session storage: the credential lives as long as the tab, never on disk across browser restarts.
+/** What the API tells the page (api/pages/single-page.ts SignInConfig). */
+function pageConfig(): { oidc: OidcSettings | null; devSignIn: boolean } {
+  try {
+    const meta = document.querySelector<HTMLMetaElement>('meta[name="service-config"]');
+    return { oidc: null, devSignIn: false, ...(meta ? JSON.parse(meta.content) : {}) };
+  } catch {
+    return { oidc: null, devSignIn: false };
+  }
+}
+
+const config = pageConfig();
+const CALLBACK_PATH = "/admin/callback";
+const oidc = config.oidc ? new OidcSession(config.oidc, CALLBACK_PATH) : null;
+
+// Tokens live in memory only. Session storage keeps the debug actor (development, no secret) and whether the tab
+// signed in through the provider, so a reload asks the provider again (prompt=none) instead of showing the form.
 const STORAGE_KEY = "admin-console.credential";
+const PROVIDER_KEY = "admin-console.signed-in";
 
 function storedCredential(): Credential | null {
   try {
     const raw = sessionStorage.getItem(STORAGE_KEY);
-    return raw ? (JSON.parse(raw) as Credential) : null;
+    const stored = raw ? (JSON.parse(raw) as Credential) : null;
+    return stored?.kind === "debug" ? stored : null;
   } catch {
     return null;
   }
@@ -43,6 +61,38 @@ function screenFromHash(): ScreenName {
 export function App() {
   const [credential, setCredential] = useState<Credential | null>(storedCredential);
   const [signOutReason, setSignOutReason] = useState<string | null>(null);
+  const [refused, setRefused] = useState<string | null>(null);
+  const [working, setWorking] = useState(() => location.pathname === CALLBACK_PATH || (oidc !== null && sessionStorage.getItem(PROVIDER_KEY) === "1"));
+
+  // The provider's authorization response, or a reload of a tab that had signed in through it.
+  useEffect(() => {
+    if (!oidc) return;
+    if (location.pathname === CALLBACK_PATH) {
+      const callbackUrl = new URL(location.href);
+      history.replaceState(null, "", "/admin");
+      oidc
+        .complete(callbackUrl)
+        .then(async (returnTo) => {
+          const candidate: Credential = { kind: "oidc", session: oidc };
+          const problem = await signIn(candidate);
+          if (problem) throw new SignInError(`${problem.status} ${problem.detail}`);
+          sessionStorage.setItem(PROVIDER_KEY, "1");
+          if (returnTo) location.hash = returnTo;
+        })
+        .catch((err: unknown) => {
+          oidc.end();
+          sessionStorage.removeItem(PROVIDER_KEY);
+          const silent = err instanceof SignInError && err.providerError !== null;
+          if (!silent) setRefused((err as Error).message);
+        })
+        .finally(() => setWorking(false));
+    } else if (sessionStorage.getItem(PROVIDER_KEY) === "1") {
+      oidc.begin({ returnTo: location.hash, silent: true }).catch(() => {
+        sessionStorage.removeItem(PROVIDER_KEY);
+        setWorking(false);
+      });
+    }
+  }, []);
   const [screen, setScreen] = useState<ScreenName>(screenFromHash);
 
   useEffect(() => {
@@ -57,7 +107,9 @@ export function App() {
         credential,
         actorId: actorIdOf(credential),
         signOut(message) {
+          if (credential.kind === "oidc") credential.session.end();
           sessionStorage.removeItem(STORAGE_KEY);
+          sessionStorage.removeItem(PROVIDER_KEY);
           setSignOutReason(message ?? null);
           setCredential(null);
         },
@@ -72,13 +124,26 @@ export function App() {
     } catch (err) {
       return toProblem(err);
     }
-    sessionStorage.setItem(STORAGE_KEY, JSON.stringify(candidate));
+    if (candidate.kind === "debug") sessionStorage.setItem(STORAGE_KEY, JSON.stringify(candidate));
     setSignOutReason(null);
+    setRefused(null);
     setCredential(candidate);
     return null;
   };
 
-  if (!session) return <SignIn onSignIn={signIn} notice={signOutReason} />;
+  if (working) return <p class="sign-in">Signing in…</p>;
+  if (!session) {
+    const onProvider = oidc
+      ? () => {
+          setWorking(true);
+          oidc.begin({ returnTo: location.hash }).catch((err: unknown) => {
+            setWorking(false);
+            setRefused((err as Error).message);
+          });
+        }
+      : null;
+    return <SignIn onSignIn={signIn} notice={signOutReason} onProvider={onProvider} refused={refused} devSignIn={config.devSignIn} />;
+  }
 
   const View = SCREENS[screen].view;
   return (
@@ -95,7 +160,7 @@ export function App() {
           ))}
         </nav>
         <div class="who">
-          <span title={session.credential.kind === "debug" ? "development debug actor" : "bearer token"}>
+          <span title={{ debug: "development debug actor", bearer: "bearer token", oidc: "signed in at the identity provider" }[session.credential.kind]}>
             {session.actorId ?? "signed in"}
             {session.credential.kind === "debug" && <span class="badge escalated">debug</span>}
           </span>

@@ -2,8 +2,19 @@ import { useState } from "preact/hooks";
 import type { Credential, Problem } from "./api";
 import { ProblemNote, submit } from "./ui";
 
-export function SignIn(props: { onSignIn(credential: Credential): Promise<Problem | null>; notice: string | null }) {
-  const [kind, setKind] = useState<Credential["kind"]>("bearer");
+/**
+ * The identity provider's sign-in (OpenID Connect) when the API has one;
+ * pasting a bearer token stays as the operators' fallback; the debug actor
+ * only where the API's development bypass is on.
+ */
+export function SignIn(props: {
+  onSignIn(credential: Credential): Promise<Problem | null>;
+  notice: string | null;
+  onProvider: (() => void) | null;
+  refused: string | null;
+  devSignIn: boolean;
+}) {
+  const [kind, setKind] = useState<"bearer" | "debug">("bearer");
   const [token, setToken] = useState("");
   const [actorId, setActorId] = useState("");
   const [roles, setRoles] = useState("platform_admin");
@@ -24,16 +35,31 @@ export function SignIn(props: { onSignIn(credential: Credential): Promise<Proble
           Animal Safety <span>admin console</span>
         </h1>
         {props.notice && <p class="warning">Signed out: {props.notice}</p>}
+        {props.refused && (
+          <p class="problem" role="alert">
+            Sign-in refused: {props.refused}
+          </p>
+        )}
+        {props.onProvider && (
+          <>
+            <button type="button" onClick={props.onProvider}>
+              Sign in with the identity provider
+            </button>
+            <p class="muted">Or, as a fallback:</p>
+          </>
+        )}
         <fieldset>
           <legend>Credential</legend>
           <label class="choice">
             <input type="radio" name="kind" checked={kind === "bearer"} onChange={() => setKind("bearer")} />
             Bearer token
           </label>
-          <label class="choice">
-            <input type="radio" name="kind" checked={kind === "debug"} onChange={() => setKind("debug")} />
-            Debug actor (development only)
-          </label>
+          {props.devSignIn && (
+            <label class="choice">
+              <input type="radio" name="kind" checked={kind === "debug"} onChange={() => setKind("debug")} />
+              Debug actor (development only)
+            </label>
+          )}
         </fieldset>
         {kind === "bearer" ? (
           <label>

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { InjectOptions } from "fastify";
 import { beforeAll, describe, expect, it } from "vitest";
 import { consoleBundleDir } from "../../api/console/routes.js";
+import { appBundleDir } from "../../api/people-app/routes.js";
 import { PLATFORM_ADMIN, type RouteAuth } from "../../api/plugins/auth.js";
 import { as } from "../helpers/app.js";
 import { fillPath, OTHER, OWNER, photoUpload, seedWorld, slugOf, useAbuseHarness, type RegisteredRoute, type World } from "./harness.js";
@@ -102,11 +103,17 @@ const ownerOnly: Record<string, Partial<Record<Caller, Expected>>> = {
   },
 };
 
-// The console's page is served only once it is built (npm run build:console); otherwise the route answers 404.
-const consoleBuilt = existsSync(join(consoleBundleDir(), "index.html"));
+// The console's and the app's pages are served only once built (npm run build:console, build:app); otherwise the route answers 404.
 const notFound = { status: 404, slug: "not-found" };
-const consoleExpectation = consoleBuilt ? {} : { anonymous: notFound, actor: notFound, "other actor": notFound, admin: notFound };
-const unbuilt: Record<string, Partial<Record<Caller, Expected>>> = { "GET /admin": consoleExpectation, "GET /admin/*": consoleExpectation };
+const pageExpectation = (dir: string) => (existsSync(join(dir, "index.html")) ? {} : { anonymous: notFound, actor: notFound, "other actor": notFound, admin: notFound });
+const consoleExpectation = pageExpectation(consoleBundleDir());
+const appExpectation = pageExpectation(appBundleDir());
+const unbuilt: Record<string, Partial<Record<Caller, Expected>>> = {
+  "GET /admin": consoleExpectation,
+  "GET /admin/*": consoleExpectation,
+  "GET /app": appExpectation,
+  "GET /app/*": appExpectation,
+};
 
 const keyOf = (route: RegisteredRoute) => `${route.method === "HEAD" ? "GET" : route.method} ${route.url}`;
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -21,8 +21,9 @@ const CHROMIUM_ARGS = [
 const bundleDir = consoleBundleDir();
 const sourceDir = dirname(bundleDir);
 
-function newestSourceChange(dir: string): number {
+export function newestSourceChange(dir: string): number {
   let newest = 0;
+  if (!existsSync(dir)) return newest;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (entry.name === "dist" || entry.name === "node_modules") continue;
     const path = join(dir, entry.name);
@@ -36,9 +37,34 @@ function newestSourceChange(dir: string): number {
  * sources, so `npm test` works on a clean clone and never tests a stale bundle.
  */
 export async function ensureConsoleBundle(): Promise<void> {
-  const index = join(bundleDir, "index.html");
-  if (existsSync(index) && statSync(index).mtimeMs >= newestSourceChange(sourceDir)) return;
-  await build({ root: sourceDir, logLevel: "warn" });
+  await ensureBundle(bundleDir);
+}
+
+/** The browser code both bundles import (the OpenID Connect sign-in). */
+const sharedSourceDir = join(dirname(sourceDir), "ui-shared");
+
+/** Builds a Vite bundle (its source folder is the bundle's parent) when it is missing or older than its or the shared sources. */
+export async function ensureBundle(outDir: string): Promise<void> {
+  const root = dirname(outDir);
+  const index = join(outDir, "index.html");
+  const fresh = () => existsSync(index) && statSync(index).mtimeMs >= Math.max(newestSourceChange(root), newestSourceChange(sharedSourceDir));
+  if (fresh()) return;
+  // Test files run in parallel: one builds, the others wait for its lock to go (a lock older than 2 minutes is a dead run's).
+  const lock = `${outDir}.lock`;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      if (Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? 0) > 120_000) rmSync(lock, { recursive: true, force: true });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  try {
+    if (!fresh()) await build({ root, logLevel: "warn" });
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 export interface Browser {
