@@ -88,7 +88,7 @@ const fanoutRunner = await orExit(logger, "notifier: database", () =>
 const storage = createObjectStorage(config);
 const photoRunner = await orExit(logger, "notifier: database", () =>
   startPhotoWorker(
-    { pool, storage, logger, wakeRelay, partnerPhotoFetch: { allowHosts: config.PARTNER_PHOTO_FETCH_ALLOW } },
+    { pool, storage, logger, wakeRelay, partnerPhotoFetch: { allowHosts: config.PARTNER_PHOTO_FETCH_ALLOW, timeoutMs: config.PARTNER_PHOTO_FETCH_DEADLINE_MS } },
     config.NOTIFIER_PHOTO_CONCURRENCY,
   ),
 );

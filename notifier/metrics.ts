@@ -2,6 +2,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Queryable } from "../lib/db.js";
 import { Histogram, registerSourcedGauge, registerWorkerJobMetrics, SCRAPE_READ_TIMEOUT_MS, type Registry } from "../lib/metrics.js";
+import { registerOriginPauseMetrics } from "./deliverers/origin-pause.js";
 
 export interface NotifierMetrics {
   /** Duration of one deliverer call, by channel and outcome (sent, failed). */
@@ -50,6 +51,7 @@ export function createNotifierMetrics(registry: Registry, { db, nc, stream, cons
     },
   });
   registerWorkerJobMetrics(registry, db);
+  registerOriginPauseMetrics(registry, db);
   return {
     deliverySeconds: new Histogram({
       name: "notifier_delivery_seconds",
