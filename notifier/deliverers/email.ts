@@ -1,5 +1,6 @@
 import net from "node:net";
 import nodemailer from "nodemailer";
+import SMTPTransport from "nodemailer/lib/smtp-transport/index.js";
 import { DEFAULT_DEADLINES_MS, withDeadline } from "../../lib/deadline.js";
 import { confirmationLink } from "../../lib/email-confirmation.js";
 import { NO_ADDRESS } from "../../lib/notifications.js";
@@ -43,13 +44,6 @@ function emailText(notification: DeliverableNotification, publicBaseUrl: string 
   return `${notification.body}\n\n${confirmationLink(publicBaseUrl, notification.confirmationToken)}\n`;
 }
 
-/** What nodemailer gives getSocket: the transport's settings, from SMTP_URL. */
-interface SocketSettings {
-  host?: string;
-  port?: number | string;
-  secure?: boolean;
-}
-
 /**
  * Sends through the SMTP server of SMTP_URL, each message on a connection of
  * its own, under a total deadline (SMTP_DEADLINE_MS, 30 s): from connecting
@@ -58,7 +52,9 @@ interface SocketSettings {
  * are idle ones, which a server answering a byte every few seconds never
  * trips; and a pooled transport's connection cannot be cut for one message,
  * so the socket is this deliverer's (nodemailer's getSocket) and the
- * deadline destroys it (docs/decisions/0090).
+ * deadline destroys it (docs/decisions/0090). The transport is built as an
+ * SMTPTransport: nodemailer.createTransport given `url` reads the URL alone
+ * and drops every other option.
  */
 export function createEmailDeliverer({ smtpUrl, from, unsubscribe, publicBaseUrl, deadlineMs = DEFAULT_DEADLINES_MS.smtpMessage }: EmailDelivererOptions): Deliverer {
   return {
@@ -67,23 +63,26 @@ export function createEmailDeliverer({ smtpUrl, from, unsubscribe, publicBaseUrl
       const text = emailText(notification, publicBaseUrl);
       let socket: net.Socket | null = null;
       let cut = false;
-      const transport = nodemailer.createTransport({
+      const smtp = new SMTPTransport({
         url: smtpUrl,
         greetingTimeout: 5_000,
         socketTimeout: 10_000,
         // The connection nodemailer speaks SMTP on (and upgrades to TLS, for smtps: or STARTTLS): ours, so the deadline can cut it.
-        getSocket(settings: SocketSettings, callback: (err: Error | null, socketOptions?: { connection: net.Socket }) => void) {
-          if (cut) return callback(new Error("cut at the deadline"));
+        getSocket(settings, callback) {
+          if (cut) return callback(new Error("cut at the deadline"), null);
+          // As nodemailer's own connection: the URL's port, else 465 for smtps: and 587 for smtp:.
           const port = Number(settings.port) || (settings.secure ? 465 : 587);
           const opened = net.connect({ host: settings.host ?? "localhost", port });
           socket = opened;
-          opened.once("error", callback);
+          const failed = (err: Error) => callback(err, null);
+          opened.once("error", failed);
           opened.once("connect", () => {
-            opened.removeListener("error", callback);
+            opened.removeListener("error", failed);
             callback(null, { connection: opened });
           });
         },
-      } as Parameters<typeof nodemailer.createTransport>[0]);
+      });
+      const transport = nodemailer.createTransport(smtp);
       try {
         await withDeadline(
           deadlineMs,

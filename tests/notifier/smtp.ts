@@ -29,11 +29,12 @@ export class SmtpReply extends Error {
  * RCPT TO: resolve to accept, throw SmtpReply to answer with that code; it may
  * also wait, which holds the delivery attempt open. With `trickleEveryMs`,
  * everything it writes after its greeting goes out one byte that often
- * (tests/helpers/trickle.ts).
+ * (tests/helpers/trickle.ts), on its first `trickleConnections` connections
+ * (all when left out).
  */
 export async function startSmtpServer(
   onRcpt: (address: string, attempt: number) => Promise<void> = async () => {},
-  { trickleEveryMs }: { trickleEveryMs?: number } = {},
+  { trickleEveryMs, trickleConnections = Infinity }: { trickleEveryMs?: number; trickleConnections?: number } = {},
 ): Promise<TestSmtpServer> {
   const port = await freePort();
   const received: ReceivedMail[] = [];
@@ -59,7 +60,12 @@ export async function startSmtpServer(
     },
   });
   // Before smtp-server's own listener, so even its first answer after the greeting trickles.
-  if (trickleEveryMs !== undefined) server.server.prependListener("connection", (socket) => trickleWrites(socket, trickleEveryMs, 1));
+  let connections = 0;
+  if (trickleEveryMs !== undefined) {
+    server.server.prependListener("connection", (socket) => {
+      if (connections++ < trickleConnections) trickleWrites(socket, trickleEveryMs, 1);
+    });
+  }
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", () => resolve()));
   return {
     url: `smtp://127.0.0.1:${port}`,
