@@ -1,17 +1,12 @@
-import { randomUUID } from "node:crypto";
 import webpush from "web-push";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { withTransaction } from "../../lib/db.js";
-import { EventType } from "../../lib/events.js";
 import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
 import { Registry } from "../../lib/metrics.js";
 import { reasonCategory } from "../../lib/notifications.js";
-import { enqueue } from "../../lib/queue.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
 import { inAppDeliverer } from "../../notifier/deliverers/in-app.js";
 import { registerOriginPauseMetrics } from "../../notifier/deliverers/origin-pause.js";
 import { createPushDeliverer } from "../../notifier/deliverers/push.js";
-import { insertNotification } from "../../notifier/store.js";
 import { as } from "../helpers/app.js";
 import { useTestApi } from "../helpers/harness.js";
 import { freePort } from "../helpers/nats.js";
@@ -20,6 +15,7 @@ import { eventually } from "../helpers/stream.js";
 import { TRICKLE_EVERY_MS } from "../helpers/trickle.js";
 import { startDeliveryWorker } from "../notifier/support.js";
 import { mappedResolver } from "../partners/servers.js";
+import { notifyByPush, pushRow, settledPush } from "./support.js";
 
 /**
  * Nothing a push service does stalls the notifier (contract part 4): each
@@ -94,38 +90,9 @@ async function storedSubscription(service: TestPushService, actor: string, endpo
   return stored;
 }
 
-async function notify(recipient: string): Promise<string> {
-  return withTransaction(h.api.pool, async (client) => {
-    const id = await insertNotification(client, {
-      recipientActorId: recipient,
-      sourceKey: `relay_message:${randomUUID()}`,
-      subject: "Someone sent a message about your lost animal",
-      body: "I think I saw your dog near the park",
-      sourceEventId: randomUUID(),
-      sourceOccurredAt: new Date(),
-      eventType: EventType.ContactMessageReceived,
-      kind: "relay_message",
-      data: { lostReportId: randomUUID() },
-      channel: "push",
-    });
-    await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id! });
-    return id!;
-  });
-}
-
-async function row(id: string) {
-  return (await h.api.pool.query(`select status, attempts, last_error from notification where id = $1`, [id])).rows[0] as {
-    status: string;
-    attempts: number;
-    last_error: string | null;
-  };
-}
-
-const settled = (id: string, timeoutMs = 30_000) =>
-  eventually(async () => {
-    const r = await row(id);
-    return r.status === "sent" || r.status === "dead_letter" ? r : undefined;
-  }, timeoutMs);
+const notify = (recipient: string) => notifyByPush(h.api.pool, recipient);
+const row = (id: string) => pushRow(h.api.pool, id);
+const settled = (id: string) => settledPush(h.api.pool, id, 30_000);
 
 async function originHealth(origin: string) {
   const { rows } = await h.api.pool.query(
