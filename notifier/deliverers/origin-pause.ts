@@ -64,6 +64,8 @@ export function createOriginPauses({ pauseMs = DEFAULT_PUSH_ORIGIN_PAUSE_MS }: {
   let known = new Map<string, OriginState>();
   let readAt = -Infinity;
   let reading: Promise<void> | null = null;
+  // When this process last wrote each origin's row: a read that began before a write must not undo what it learnt.
+  const wroteAt = new Map<string, number>();
 
   const stateOf = (row: HealthRow): OriginState => ({
     timeouts: row.timeouts,
@@ -77,9 +79,20 @@ export function createOriginPauses({ pauseMs = DEFAULT_PUSH_ORIGIN_PAUSE_MS }: {
   async function refresh(client: Queryable): Promise<void> {
     if (Date.now() - readAt < REFRESH_MS) return;
     reading ??= (async () => {
+      const began = performance.now();
       try {
         const { rows } = await client.query<HealthRow>(`select origin, ${selectState} from push_origin_health`);
-        known = new Map(rows.map((row) => [row.origin, stateOf(row)]));
+        const read = new Map(rows.map((row) => [row.origin, stateOf(row)]));
+        for (const [origin, at] of wroteAt) {
+          if (at < began) {
+            wroteAt.delete(origin);
+            continue;
+          }
+          const mine = known.get(origin);
+          if (mine) read.set(origin, mine);
+          else read.delete(origin);
+        }
+        known = read;
         readAt = Date.now();
       } finally {
         reading = null;
@@ -109,13 +122,18 @@ export function createOriginPauses({ pauseMs = DEFAULT_PUSH_ORIGIN_PAUSE_MS }: {
         [origin, PUSH_ORIGIN_TIMEOUTS_TO_PAUSE, pauseMs],
       );
       known.set(origin, stateOf(rows[0]!));
+      wroteAt.set(origin, performance.now());
     },
     async recordAnswer(client, origin) {
       // Only an origin known to have a row: a healthy one costs nothing. One whose row another process wrote
       // since the last read is reset at the next answer after that read.
       if (!known.has(origin)) return;
       known.delete(origin);
+      wroteAt.set(origin, performance.now());
       await client.query(`delete from push_origin_health where origin = $1::text`, [origin]);
+      // And again: a read that began while the delete ran may still have seen the row.
+      known.delete(origin);
+      wroteAt.set(origin, performance.now());
     },
   };
 }
