@@ -4,6 +4,7 @@ import { ipv6Groups } from "./client-address.js";
 import { NEARBY_DELIVERY_BATCH } from "./alerts.js";
 import { JOB_FAMILIES, type JobFamily } from "./job-families.js";
 import { DELIVERY_BATCH_MAX } from "./notifications.js";
+import { DEFAULT_DEADLINES_MS, DEFAULT_PUSH_ORIGIN_PAUSE_MS, PUSH_ORIGIN_TIMEOUTS_TO_PAUSE } from "./deadline.js";
 
 /**
  * Configuration is parsed once in each process's main.ts and passed down,
@@ -190,6 +191,11 @@ const alertUnsubscribeSecret = optionalSetting(z.string().min(32, "must be at le
 /** Values that stand in for unset settings in development only. */
 const developmentFallbacks = { ALERT_UNSUBSCRIBE_SECRET: DEVELOPMENT_UNSUBSCRIBE_SECRET } as const;
 
+/** A total deadline of an outbound call, in ms (lib/deadline.ts); short values are for tests. */
+function deadlineMs(byDefault: number) {
+  return z.coerce.number().int().min(100).max(600_000).default(byDefault);
+}
+
 /**
  * Web Push (contract part 3, "Push to phones"): the VAPID key pair (RFC 8292)
  * that signs every push request, and the hosts a subscription's endpoint may
@@ -216,6 +222,20 @@ const webPushNotifier = {
     "The VAPID `sub` claim: a `mailto:` or `https:` contact push services can reach the operator at.",
   ),
   PUSH_ENDPOINT_ALLOW: pushEndpointAllow,
+  PUSH_DEADLINE_MS: deadlineMs(DEFAULT_DEADLINES_MS.push).describe(
+    "The total time one push request may take, from connecting to the last byte of the push service's answer; past it the " +
+      "request is cut and counts as a timeout.",
+  ),
+  PUSH_ORIGIN_PAUSE_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(3_600_000)
+    .default(DEFAULT_PUSH_ORIGIN_PAUSE_MS)
+    .describe(
+      `How long a push origin (scheme, host and port) that timed out ${PUSH_ORIGIN_TIMEOUTS_TO_PAUSE} times in a row is paused: ` +
+        "its deliveries wait for the pause's end without holding a job slot or counting an attempt.",
+    ),
 };
 
 /** One NATS URL, or several comma-separated (the nodes of a cluster); every entry must be non-empty. */
@@ -625,6 +645,10 @@ const notifierSettings = defineProcess({
     ...common,
     NOTIFIER_HEALTH_ADDR: healthAddr,
     SMTP_URL: optionalSetting(z.string().url()).describe("The SMTP server of email notifications; when unset, email has no deliverer."),
+    SMTP_DEADLINE_MS: deadlineMs(DEFAULT_DEADLINES_MS.smtpMessage).describe(
+      "The total time one email may take, from connecting to the SMTP server's last answer; past it the connection is cut and " +
+        "the attempt counts as a timeout.",
+    ),
     SMTP_FROM: z.string().min(3).default("Animal Safety <no-reply@animal-safety.example>").describe("The sender of notification emails."),
     NOTIFIER_CONSUMER_NAME: z
       .string()
@@ -709,6 +733,10 @@ const notifierSettings = defineProcess({
     PARTNER_PHOTO_FETCH_ALLOW: csv.describe(
       "Host names whose partner photo URLs are fetched over plain http and to any address, loopback included: for tests only. " +
         "Any other host is fetched over https only, and never from a private, loopback, link-local or metadata address.",
+    ),
+    PARTNER_PHOTO_FETCH_DEADLINE_MS: deadlineMs(DEFAULT_DEADLINES_MS.partnerPhotoFetch).describe(
+      "The total time one partner photo fetch may take, redirects and the photo's bytes included; past it the fetch is cut " +
+        "and fails as a timeout.",
     ),
   },
   listenDefaults: { NOTIFIER_HEALTH_ADDR: 8085 },

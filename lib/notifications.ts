@@ -114,6 +114,9 @@ export const CONFIRMATION_GONE = "email confirmation no longer pending";
 /** A push notification whose recipient has no push subscription left (each gone, 404/410, or deleted). */
 export const NO_PUSH_SUBSCRIPTION = "no push subscription";
 
+/** A push endpoint whose address is refused when the notifier connects (its name now resolves to a private address). */
+export const PUSH_ENDPOINT_REFUSED = "push endpoint refused";
+
 /** Push kinds sent with `Urgency: high` (RFC 8030 5.3): the ones an owner out searching must see at once. */
 export const HIGH_URGENCY_KINDS: readonly NotificationKind[] = ["match", CONTACT_MESSAGE_KIND, "sighting", "tag_scanned"];
 
@@ -123,6 +126,7 @@ const permanentPatterns = [
   new RegExp(PROVIDER_REJECTED, "i"),
   new RegExp(CONFIRMATION_GONE, "i"),
   new RegExp(NO_PUSH_SUBSCRIPTION, "i"),
+  new RegExp(PUSH_ENDPOINT_REFUSED, "i"),
   /\bsmtp 5\d\d\b/i,
 ];
 

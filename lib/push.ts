@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { isIP } from "node:net";
 import path from "node:path";
 import webpush from "web-push";
-import { refusedAddress, systemResolver, type Resolver } from "./safe-fetch.js";
+import { refusedAddress, systemResolver, type Resolver } from "./checked-lookup.js";
 
 /**
  * Web Push (RFC 8030, 8291, 8292) pieces the API and the notifier share:
@@ -96,7 +96,9 @@ export interface EndpointCheck {
  * checked as lib/safe-fetch.ts checks a partner's photo URL: https only, no
  * credentials, and no loopback, private, link-local or metadata address
  * (an IP literal always; a name's addresses outside development). An
- * allow-listed host (PUSH_ENDPOINT_ALLOW) may be http and anywhere.
+ * allow-listed host (PUSH_ENDPOINT_ALLOW) may be http and anywhere. A name's
+ * refusal never says which address it resolved to (lib/checked-lookup.ts);
+ * the notifier checks the address again on every connection it opens.
  */
 export async function endpointProblem(endpoint: string, check: EndpointCheck): Promise<string | null> {
   let url: URL;
@@ -121,9 +123,8 @@ export async function endpointProblem(endpoint: string, check: EndpointCheck): P
   } catch {
     return "its host does not resolve";
   }
-  for (const { address } of addresses) {
-    const why = refusedAddress(address);
-    if (why) return `refused address: ${why}`;
+  if (addresses.some(({ address }) => refusedAddress(address) !== null)) {
+    return "refused address: its host resolves to a private, loopback, link-local or reserved address";
   }
   return addresses.length === 0 ? "its host does not resolve" : null;
 }

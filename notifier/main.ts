@@ -12,7 +12,6 @@ import { startFanoutWorker } from "../jobs/fanout/worker.js";
 import { buildDeliverers } from "../jobs/delivery/deliverers/index.js";
 import { notificationHandlers } from "./handlers.js";
 import { createNotifierMetrics } from "./metrics.js";
-import { startPhotoWorker } from "../jobs/photos/worker.js";
 import { eventReactions } from "./reactions.js";
 import { requeueStalledDeliveries } from "../jobs/delivery/store.js";
 import { startFamilies } from "../jobs/families.js";
@@ -88,7 +87,7 @@ const families = await orExit(logger, "notifier: database", () =>
       metrics,
       wakeRelay,
       storage,
-      partnerPhotoFetch: { allowHosts: config.PARTNER_PHOTO_FETCH_ALLOW },
+      partnerPhotoFetch: { allowHosts: config.PARTNER_PHOTO_FETCH_ALLOW, timeoutMs: config.PARTNER_PHOTO_FETCH_DEADLINE_MS },
       fanout: { duty: config.NOTIFIER_FANOUT_DUTY, deliveryBatch: config.NOTIFIER_ALERT_DELIVERY_BATCH },
       reportTtlDays: config.REPORT_TTL_DAYS,
       outboxRetentionDays: config.OUTBOX_RETENTION_DAYS,

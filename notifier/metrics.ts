@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Queryable } from "../lib/db.js";
 import { Histogram, registerSourcedGauge, SCRAPE_READ_TIMEOUT_MS, type Registry } from "../lib/metrics.js";
 import { registerWorkerJobMetrics } from "../jobs/metrics.js";
+import { registerOriginPauseMetrics } from "../jobs/delivery/deliverers/origin-pause.js";
 
 export interface NotifierMetrics {
   /** Duration of one deliverer call, by channel and outcome (sent, failed). */
@@ -51,6 +52,7 @@ export function createNotifierMetrics(registry: Registry, { db, nc, stream, cons
     },
   });
   registerWorkerJobMetrics(registry, db);
+  registerOriginPauseMetrics(registry, db);
   return {
     deliverySeconds: new Histogram({
       name: "notifier_delivery_seconds",

@@ -11,6 +11,8 @@ import { CreatePushSubscriptionBody, PushPublicKey, PushSubscriptionCreated, Pus
 import { SERVICE_WORKER_JS } from "./service-worker.js";
 import * as store from "./store.js";
 
+const ENDPOINT_TAKEN = "this push endpoint is subscribed by another account; that account must delete it first";
+
 /** Web Push (contract part 3, "Push to phones"): the public key, an actor's subscriptions, and the service worker. */
 export const pushRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, config }) => {
   app.get(
@@ -39,7 +41,7 @@ export const pushRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, co
         summary: "Get my notifications on this browser or phone (Web Push)",
         description:
           "The body is the browser's PushSubscription.toJSON(). 201 with the new id; the same endpoint again is 200 with the same id " +
-          "(its keys updated). The endpoint must be https and not on a loopback, private or link-local address; p256dh must be a " +
+          "(its keys updated). An endpoint belongs to one actor: posted by another, it is 409 until its owner deletes it. The endpoint must be https and not on a loopback, private or link-local address; p256dh must be a " +
           `65-byte uncompressed P-256 point and auth 16 bytes, both base64url (400 otherwise). At most ${MAX_PUSH_SUBSCRIPTIONS_PER_ACTOR} ` +
           "per actor (409). Notifications of the kinds in pushKinds (notification preferences; left out: every kind) are pushed to " +
           "every subscription; one the push service says is gone (404, 410) is deleted.",
@@ -64,7 +66,10 @@ export const pushRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, co
           await store.refreshKeys(client, existing.id, keys);
           return { id: existing.id, created: false };
         }
+        // Another actor's: whoever knows an endpoint URL must not move it, and its pushes, to their account.
+        if (existing) throw problems.conflict(ENDPOINT_TAKEN);
         const row = await store.insertSubscription(client, actor.id, request.body);
+        if (row === "taken") throw problems.conflict(ENDPOINT_TAKEN);
         if (!row) throw problems.conflict(`you already have ${MAX_PUSH_SUBSCRIPTIONS_PER_ACTOR} push subscriptions; delete one first`);
         return { id: row.id, created: true };
       });

@@ -25,25 +25,29 @@ export async function refreshKeys(client: Queryable, id: string, keys: CreatePus
 
 /**
  * Inserts the subscription while the actor has fewer than the maximum; null
- * at the maximum. An endpoint another actor had is taken over: the browser
- * that holds it is now signed in as this actor, and pushes for the previous
- * one must stop reaching it.
+ * at the maximum. An endpoint belongs to one actor (contract part 4): one
+ * another actor holds is never taken over, "taken" (which only a concurrent
+ * post of the same endpoint by another actor reaches; the route read it first).
  */
 export async function insertSubscription(
   client: Queryable,
   actorId: string,
   body: CreatePushSubscriptionBody,
-): Promise<{ id: string } | null> {
-  const { rows } = await client.query<{ id: string }>(
-    `insert into push_subscription (actor_id, endpoint, p256dh, auth)
-     select $1::text, $2::text, $3::text, $4::text
-     where (select count(*) from push_subscription where actor_id = $1::text) < $5::int
-     on conflict (endpoint) do update
-       set actor_id = excluded.actor_id, p256dh = excluded.p256dh, auth = excluded.auth, created_at = now()
-     returning id`,
+): Promise<{ id: string } | "taken" | null> {
+  const { rows } = await client.query<{ id: string | null }>(
+    `with inserted as (
+       insert into push_subscription (actor_id, endpoint, p256dh, auth)
+       select $1::text, $2::text, $3::text, $4::text
+       where (select count(*) from push_subscription where actor_id = $1::text) < $5::int
+       on conflict (endpoint) do nothing
+       returning id)
+     select (select id from inserted) as id,
+            (select count(*) from push_subscription where actor_id = $1::text) < $5::int as "underLimit"`,
     [actorId, body.endpoint, body.keys.p256dh, body.keys.auth, MAX_PUSH_SUBSCRIPTIONS_PER_ACTOR],
   );
-  return rows[0] ?? null;
+  const row = rows[0] as { id: string | null; underLimit: boolean };
+  if (row.id) return { id: row.id };
+  return row.underLimit ? "taken" : null;
 }
 
 export async function listSubscriptions(

@@ -1,3 +1,4 @@
+import type { Channel } from "../../lib/notifications.js";
 import { z } from "zod";
 import type { Pool, Queryable } from "../../lib/db.js";
 import { CONFIRMATION_TTL_HOURS } from "../../lib/email-confirmation.js";
@@ -117,6 +118,27 @@ function attempter({ deliverers, logger, attempts = DELIVERY_ATTEMPTS, metrics }
 const deliverableNow = (n: DeliverableNotification | null): n is DeliverableNotification =>
   n !== null && (n.status === "pending" || n.status === "failed");
 
+/** When the notification's deliverer holds it back (a paused push origin), or null (deliverers/types.ts heldUntil). */
+function heldUntil({ deliverers }: DeliveryOptions, client: Queryable, notification: DeliverableNotification): Promise<Date | null> {
+  return deliverers[notification.channel]?.heldUntil?.(notification, client) ?? Promise.resolve(null);
+}
+
+/**
+ * Puts held notifications back until their time: a notification__deliver job
+ * then, with no attempt counted, and the job that found them ends, so no slot
+ * waits. The row's updated_at moves, so the stall sweep does not take the wait
+ * for a dead worker.
+ */
+async function putBack(client: Queryable, held: readonly { id: string; channel: Channel; until: Date }[], logger: Logger): Promise<void> {
+  if (held.length === 0) return;
+  await enqueueMany(
+    client,
+    held.map(({ id, channel, until }) => ({ task: deliverTask(channel), payload: { notificationId: id }, options: { runAt: until } })),
+  );
+  await client.query(`update notification set updated_at = now() where id = any($1::uuid[])`, [held.map((h) => h.id)]);
+  logger.info({ notifications: held.length, until: held[0]!.until }, "notifier: deliveries put back until their push origin's pause ends");
+}
+
 /**
  * Delivers one notification through its channel's deliverer. Each attempt
  * updates attempts, last_error and updated_at; the row is `failed` while
@@ -144,6 +166,9 @@ export function createDelivery(options: DeliveryOptions) {
       if (!deliverableNow(notification)) return;
       // Resume the round where a dead worker left it: a crash never buys extra attempts.
       for (let n = Math.min(notification.roundAttempts + 1, attempts); ; n++) {
+        // Before every attempt: this round's own timeout may be the one that paused the origin.
+        const until = await heldUntil(options, client, notification);
+        if (until) return await putBack(client, [{ id: notificationId, channel: notification.channel, until }], logger);
         const outcome = await attempt(client, notification, n);
         await recordAttempt(client, notificationId, outcome.status, outcome.lastError);
         if (outcome.retryInMs === undefined) return;
@@ -186,12 +211,20 @@ export function createBatchDelivery(options: DeliveryOptions) {
       if (locked.length < notificationIds.length) {
         logger.info({ notifications: notificationIds.length - locked.length }, "notifier: deliveries already running elsewhere");
       }
-      const due = (await loadManyForDelivery(client, locked)).filter(deliverableNow);
+      const loaded = (await loadManyForDelivery(client, locked)).filter(deliverableNow);
+      const held: { id: string; channel: Channel; until: Date }[] = [];
+      const due: DeliverableNotification[] = [];
+      for (const n of loaded) {
+        const until = await heldUntil(options, client, n);
+        if (until) held.push({ id: n.id, channel: n.channel, until });
+        else due.push(n);
+      }
       const outcomes = await Promise.all(due.map((n) => attempt(client, n, Math.min(n.roundAttempts + 1, attempts))));
       await recordAttempts(client, outcomes);
       const unlocking = locked;
       locked = [];
       await unlockDeliveries(client, unlocking);
+      await putBack(client, held, logger);
       const now = Date.now();
       await enqueueMany(
         client,

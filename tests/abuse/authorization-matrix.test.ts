@@ -95,6 +95,8 @@ const ownerOnly: Record<string, Partial<Record<Caller, Expected>>> = {
   },
   // The same for a push subscription.
   "DELETE /v1/me/push-subscriptions/:id": { "other actor": { status: 404, slug: "not-found" }, admin: { status: 404, slug: "not-found" } },
+  // A push endpoint belongs to one actor: the walk posts one endpoint, the owner first, so the others get 409.
+  "POST /v1/me/push-subscriptions": { "other actor": { status: 409, slug: "conflict" }, admin: { status: 409, slug: "conflict" } },
   "POST /v1/alert-subscriptions/unsubscribe": {
     anonymous: { status: 400, slug: "validation-failed" },
     actor: { status: 400, slug: "validation-failed" },

@@ -4,6 +4,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
 import { importJWK, jwtVerify, type JWTPayload } from "jose";
+import { trickleBody } from "./trickle.js";
 
 /**
  * A real Web Push service (RFC 8030) for tests, over http on 127.0.0.1 (an
@@ -18,7 +19,9 @@ import { importJWK, jwtVerify, type JWTPayload } from "jose";
  *   key and auth secret, using http_ece;
  * - records the request (headers, claims, decrypted payload);
  * - answers what the test told it for that endpoint: 201 by default, or a
- *   queue of answers (404, 410, 413, 429 with Retry-After, 503, …).
+ *   queue of answers (404, 410, 413, 429 with Retry-After, 503, …), or a
+ *   status whose body then comes one byte every `trickleEveryMs` for ever
+ *   (a push service that stalls: tests/helpers/trickle.ts).
  *
  * A request that fails a check gets 400 (VAPID) and is recorded with `error`.
  * A JWT's ES256 signature is verified once per distinct token (a notifier
@@ -35,6 +38,8 @@ const ece = createRequire(import.meta.url)("http_ece") as {
 export interface PushAnswer {
   status: number;
   retryAfter?: string;
+  /** The status and headers at once, then a body of one byte this often that never ends. */
+  trickleEveryMs?: number;
 }
 
 export interface PushRequest {
@@ -60,6 +65,7 @@ export class TestPushService {
   private readonly receivers = new Map<string, { ecdh: ECDH; auth: Buffer }>();
   private readonly answers = new Map<string, PushAnswer[]>();
   private vapidKey: string | null = null;
+  private stallingEveryMs: number | null = null;
   /** Tokens whose signature verified, by `k` and token: their claims and header. */
   private readonly verifiedTokens = new Map<string, { payload: JWTPayload; alg: string | undefined }>();
   origin = "";
@@ -71,11 +77,12 @@ export class TestPushService {
     this.server.on("connection", () => this.connections++);
   }
 
-  static async start(): Promise<TestPushService> {
+  /** Listens on 127.0.0.1; its endpoints name `host` (a name a test's resolver maps to 127.0.0.1, or the address itself). */
+  static async start(host = "127.0.0.1"): Promise<TestPushService> {
     const service = new TestPushService();
     service.server.listen(0, "127.0.0.1");
     await once(service.server, "listening");
-    service.origin = `http://127.0.0.1:${(service.server.address() as AddressInfo).port}`;
+    service.origin = `http://${host}:${(service.server.address() as AddressInfo).port}`;
     return service;
   }
 
@@ -97,6 +104,11 @@ export class TestPushService {
   /** The answers for an endpoint's next requests, in order; 201 once they are used up. */
   answer(endpoint: string, ...answers: PushAnswer[]): void {
     this.answers.set(new URL(endpoint).pathname, answers);
+  }
+
+  /** Every endpoint's answer from now on, whatever answer() queued: a body of one byte every `everyMs` (null: back to normal). */
+  stall(everyMs: number | null): void {
+    this.stallingEveryMs = everyMs;
   }
 
   requestsTo(endpoint: string): PushRequest[] {
@@ -155,7 +167,11 @@ export class TestPushService {
       record.error = (err as Error).message;
       return send(400);
     }
-    const answer = this.answers.get(path)?.shift() ?? { status: 201 };
+    const answer = this.stallingEveryMs !== null ? { status: 201, trickleEveryMs: this.stallingEveryMs } : (this.answers.get(path)?.shift() ?? { status: 201 });
+    if (answer.trickleEveryMs !== undefined) {
+      record.status = answer.status;
+      return trickleBody(res, answer.status, answer.trickleEveryMs);
+    }
     if (answer.status === 404 || answer.status === 410) this.receivers.delete(path);
     send(answer.status, answer.retryAfter !== undefined ? { "retry-after": answer.retryAfter } : { location: `${this.origin}/message/${randomBytes(6).toString("hex")}` });
   }

@@ -1,5 +1,6 @@
 import { SMTPServer } from "smtp-server";
 import { freePort } from "../helpers/nats.js";
+import { trickleWrites } from "../helpers/trickle.js";
 
 export interface ReceivedMail {
   to: string[];
@@ -26,9 +27,15 @@ export class SmtpReply extends Error {
 /**
  * A real SMTP server (smtp-server) on a free port. onRcpt decides each
  * RCPT TO: resolve to accept, throw SmtpReply to answer with that code; it may
- * also wait, which holds the delivery attempt open.
+ * also wait, which holds the delivery attempt open. With `trickleEveryMs`,
+ * everything it writes after its greeting goes out one byte that often
+ * (tests/helpers/trickle.ts), on its first `trickleConnections` connections
+ * (all when left out).
  */
-export async function startSmtpServer(onRcpt: (address: string, attempt: number) => Promise<void> = async () => {}): Promise<TestSmtpServer> {
+export async function startSmtpServer(
+  onRcpt: (address: string, attempt: number) => Promise<void> = async () => {},
+  { trickleEveryMs, trickleConnections = Infinity }: { trickleEveryMs?: number; trickleConnections?: number } = {},
+): Promise<TestSmtpServer> {
   const port = await freePort();
   const received: ReceivedMail[] = [];
   const rcptAttempts: string[] = [];
@@ -52,6 +59,13 @@ export async function startSmtpServer(onRcpt: (address: string, attempt: number)
       });
     },
   });
+  // Before smtp-server's own listener, so even its first answer after the greeting trickles.
+  let connections = 0;
+  if (trickleEveryMs !== undefined) {
+    server.server.prependListener("connection", (socket) => {
+      if (connections++ < trickleConnections) trickleWrites(socket, trickleEveryMs, 1);
+    });
+  }
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", () => resolve()));
   return {
     url: `smtp://127.0.0.1:${port}`,

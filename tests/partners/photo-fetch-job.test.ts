@@ -7,6 +7,7 @@ import type { SupervisedWorker } from "../../lib/worker.js";
 import { startPhotoWorker } from "../../jobs/photos/worker.js";
 import { TEST_PHOTO_DIR } from "../helpers/app.js";
 import { eventually } from "../helpers/stream.js";
+import { TRICKLE_EVERY_MS, trickleBody } from "../helpers/trickle.js";
 import { expectProblem, type Harness } from "../safety/helpers.js";
 import { asm3Animal, createPartner, login, partnerCall, publish, startPartnerHarness } from "./support.js";
 import { mappedResolver, PHOTO_HOST, startHttpServer, startHttpsServer, testCertificate, type TestServer } from "./servers.js";
@@ -41,6 +42,9 @@ beforeAll(async () => {
     } else if (request.url === "/page.html") {
       response.writeHead(200, { "content-type": "text/html" });
       response.end("<html>not a photo</html>");
+    } else if (request.url === "/trickle") {
+      // A photo's head at once, then one byte every 3 s, for ever.
+      trickleBody(response, 200, TRICKLE_EVERY_MS);
     } else if (request.url === "/to-metadata") {
       response.writeHead(302, { location: "https://169.254.169.254/latest/meta-data/" });
       response.end();
@@ -62,6 +66,8 @@ beforeAll(async () => {
         allowHosts: [PHOTO_HOST],
         resolve: mappedResolver({ [PHOTO_HOST]: "127.0.0.1", [EVIL_HOST]: "127.0.0.1" }),
         ca: testCertificate().cert,
+        // PARTNER_PHOTO_FETCH_DEADLINE_MS, short: past the second byte of a 3 s trickle.
+        timeoutMs: 4_000,
       },
     },
     2,
@@ -101,7 +107,8 @@ describe("photos by URL", () => {
     const byUrl = Object.fromEntries(states.map((s) => [s.url, s]));
     expect(byUrl[urls[0]!]).toMatchObject({ status: "ready" });
     expect(byUrl[urls[1]!]).toMatchObject({ status: "failed", reason: expect.stringMatching(/only https/) });
-    expect(byUrl[urls[2]!]).toMatchObject({ status: "failed", reason: expect.stringMatching(/refused address of cdn\.shelter-photos\.example: 127\.0\.0\.1/) });
+    // The name the partner gave, never the address it resolved to.
+    expect(byUrl[urls[2]!]).toMatchObject({ status: "failed", reason: "refused address of cdn.shelter-photos.example: it resolves to a private, loopback, link-local or reserved address" });
     expect(byUrl[urls[3]!]).toMatchObject({ status: "failed", reason: expect.stringMatching(/169\.254\.169\.254/) });
     expect(byUrl[urls[4]!]).toMatchObject({ status: "failed", reason: expect.stringMatching(/not .*image/i) });
     // Neither the plain server nor the loopback name was ever asked; the metadata address was never reached.
@@ -113,6 +120,17 @@ describe("photos by URL", () => {
     expect(rows).toEqual([{ uploader_id: expect.stringMatching(/^partner:/), status: "ready", display_key: expect.stringMatching(/^variants\//) }]);
     const events = await h.db.pool.query(`select type from outbox_event where payload->>'parentId' = $1 order by occurred_at`, [id]);
     expect(events.rows.map((e) => e.type)).toEqual(["events.photo.uploaded.v1", "events.photo.ready.v1"]);
+  });
+
+  it("a photo host that sends one byte every 3 s: the fetch is cut at its deadline and fails as a timeout", async () => {
+    const { id } = (await publish(h, token, asm3Animal())).json();
+    const url = `https://${PHOTO_HOST}:${https.port}/trickle`;
+    const res = await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: [{ url }] } });
+    expect(res.statusCode, res.body).toBe(202);
+    const [state] = await photoStates(id, 1);
+    expect(state).toMatchObject({ url, status: "failed", reason: "the photo did not arrive within 4 s" });
+    const { rows } = await h.db.pool.query(`select count(*)::int as n from photo where found_report_id = $1::uuid`, [id]);
+    expect(rows[0].n).toBe(0);
   });
 
   it("at most 5 photos an animal, and none for an animal that left custody (409); nothing is queued", async () => {

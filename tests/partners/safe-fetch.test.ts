@@ -1,6 +1,8 @@
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FetchRefused, refusedAddress, SAFE_FETCH_MAX_BYTES, SAFE_FETCH_MAX_REDIRECTS, SAFE_FETCH_TIMEOUT_MS, safeFetch } from "../../lib/safe-fetch.js";
+import { eventually } from "../helpers/stream.js";
+import { TRICKLE_EVERY_MS, trickleBody } from "../helpers/trickle.js";
 import { mappedResolver, PHOTO_HOST, startHttpServer, startHttpsServer, testCertificate, type TestServer } from "./servers.js";
 
 /**
@@ -13,6 +15,7 @@ let jpeg: Buffer;
 let photos: TestServer; // HTTPS, test certificate
 let plain: TestServer; // HTTP
 const stalled = new Set<import("node:http").ServerResponse>();
+let errorsClosed = 0;
 
 const routes = (request: import("node:http").IncomingMessage, response: import("node:http").ServerResponse) => {
   const url = request.url ?? "/";
@@ -54,6 +57,15 @@ const routes = (request: import("node:http").IncomingMessage, response: import("
     stalled.add(response);
   } else if (url === "/stall-headers") {
     stalled.add(response);
+  } else if (url === "/trickle") {
+    // A photo's head, then one byte every 3 s, for ever.
+    trickleBody(response, 200, TRICKLE_EVERY_MS);
+    stalled.add(response);
+  } else if (url === "/error-trickle") {
+    // An error whose body never ends: nothing of it need be read.
+    trickleBody(response, 500, TRICKLE_EVERY_MS);
+    stalled.add(response);
+    response.on("close", () => errorsClosed++);
   } else {
     response.writeHead(404);
     response.end();
@@ -107,12 +119,15 @@ describe("refused", () => {
     const resolve = mappedResolver({ [PHOTO_HOST]: "127.0.0.1" });
     const err = await refusal(safeFetch(httpsUrl("/photo.jpg"), { resolve, ca: testCertificate().cert }));
     expect(err.reason).toBe("address");
-    expect(err.message).toMatch(/127\.0\.0\.1/);
+    // The name, never the address it resolved to: the partner reads this, and it must not tell them what our DNS sees.
+    expect(err.message).toBe(`refused address of ${PHOTO_HOST}: it resolves to a private, loopback, link-local or reserved address`);
     expect(resolve.lookups).toEqual([PHOTO_HOST]);
     // The same through IPv4-mapped IPv6 and the IPv6 loopback.
     for (const address of ["::ffff:127.0.0.1", "::ffff:7f00:1", "::1"]) {
       const mapped = await refusal(safeFetch(httpsUrl("/photo.jpg"), { resolve: mappedResolver({ [PHOTO_HOST]: address }), ca: testCertificate().cert }));
       expect(mapped.reason).toBe("address");
+      expect(mapped.message).not.toContain(address);
+      expect(mapped.message).not.toMatch(/127\.0\.0\.1|7f00/);
     }
     expect(photos.requests.length).toBe(before);
   });
@@ -133,6 +148,8 @@ describe("refused", () => {
     expect(byAddress.message).toMatch(/169\.254\.169\.254/);
     const byName = await refusal(safeFetch(httpsUrl("/to-metadata-by-name"), options));
     expect(byName.reason).toBe("address");
+    expect(byName.message).toMatch(/metadata\.shelter\.example/);
+    expect(byName.message).not.toMatch(/169\.254/);
     expect(resolve.lookups).toContain("metadata.shelter.example");
     const mapped = await refusal(safeFetch(httpsUrl("/to-mapped-loopback"), options));
     expect(mapped.reason).toBe("scheme");
@@ -164,6 +181,25 @@ describe("refused", () => {
     expect(headers.reason).toBe("timeout");
     // Cut off, not left hanging: both together well under the 10 s default.
     expect(performance.now() - started).toBeLessThan(8_000);
+  });
+
+  it("a server that sends the photo one byte every 3 s: cut at the total deadline, though it is never quiet for long", async () => {
+    // 4 s: past the second byte, so an idle timer of that length would never have fired.
+    const options = { resolve: mappedResolver({ [PHOTO_HOST]: "127.0.0.1" }), allowHosts: [PHOTO_HOST], ca: testCertificate().cert, timeoutMs: 4_000 };
+    const before = photos.requests.length;
+    const err = await refusal(safeFetch(httpsUrl("/trickle"), options));
+    expect(err.reason).toBe("timeout");
+    expect(err.message).toBe("the photo did not arrive within 4 s");
+    expect(photos.requests.slice(before)).toEqual(["/trickle"]);
+  });
+
+  it("an error whose body never ends: refused on its status, none of the body read", async () => {
+    const options = { resolve: mappedResolver({ [PHOTO_HOST]: "127.0.0.1" }), allowHosts: [PHOTO_HOST], ca: testCertificate().cert, timeoutMs: 60_000 };
+    const err = await refusal(safeFetch(httpsUrl("/error-trickle"), options));
+    expect(err.reason).toBe("status");
+    expect(err.message).toBe("the server answered HTTP 500");
+    // And the connection is closed, not left reading the body for ever.
+    await eventually(async () => (errorsClosed === 1 ? true : undefined));
   });
 
   it("an HTTPS server whose certificate is not trusted", async () => {

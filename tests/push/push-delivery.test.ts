@@ -15,6 +15,7 @@ import { useTestApi } from "../helpers/harness.js";
 import { TestPushService, type TestSubscription } from "../helpers/push-service.js";
 import { eventually } from "../helpers/stream.js";
 import { startDeliveryWorker } from "../notifier/support.js";
+import { notifyByPush, pushRow, settledPush } from "./support.js";
 
 /**
  * The push channel against a real push service (tests/helpers/push-service.ts):
@@ -64,44 +65,10 @@ async function subscribe(actor: string): Promise<TestSubscription & { id: string
   return { ...sub, id: res.json().id };
 }
 
-/** A push notification as the consumer writes it: the row and its delivery job, in one transaction. */
-async function notify(
-  recipient: string,
-  kind: NotificationKind = "relay_message",
-  body = "I think I saw your dog near the park",
-  data: Record<string, string> = { lostReportId: randomUUID() },
-): Promise<string> {
-  return withTransaction(h.api.pool, async (client) => {
-    const id = await insertNotification(client, {
-      recipientActorId: recipient,
-      sourceKey: `${kind}:${randomUUID()}`,
-      subject: "Someone sent a message about your lost animal",
-      body,
-      sourceEventId: randomUUID(),
-      sourceOccurredAt: new Date(),
-      eventType: EventType.ContactMessageReceived,
-      kind,
-      data,
-      channel: "push",
-    });
-    await enqueue(client, DELIVERY_TASKS.push.one, { notificationId: id! });
-    return id!;
-  });
-}
-
-async function row(id: string) {
-  return (await h.api.pool.query(`select status, attempts, last_error from notification where id = $1`, [id])).rows[0] as {
-    status: string;
-    attempts: number;
-    last_error: string | null;
-  };
-}
-
-const settled = (id: string, timeoutMs = 15_000) =>
-  eventually(async () => {
-    const r = await row(id);
-    return r.status === "sent" || r.status === "dead_letter" ? r : undefined;
-  }, timeoutMs);
+const notify = (recipient: string, kind?: NotificationKind, body?: string, data?: Record<string, string>) =>
+  notifyByPush(h.api.pool, recipient, kind, body, data);
+const row = (id: string) => pushRow(h.api.pool, id);
+const settled = (id: string, timeoutMs?: number) => settledPush(h.api.pool, id, timeoutMs);
 
 const subscriptionIds = async (actor: string) =>
   (await h.api.pool.query(`select id from push_subscription where actor_id = $1 order by created_at`, [actor])).rows.map((r) => r.id as string);

@@ -6,7 +6,7 @@ import { inAppDeliverer } from "./in-app.js";
 import { createPushDeliverer } from "./push.js";
 import type { Deliverers } from "./types.js";
 
-type PushSettings = "VAPID_PUBLIC_KEY" | "VAPID_PRIVATE_KEY" | "VAPID_SUBJECT" | "PUSH_ENDPOINT_ALLOW";
+type PushSettings = "VAPID_PUBLIC_KEY" | "VAPID_PRIVATE_KEY" | "VAPID_SUBJECT" | "PUSH_ENDPOINT_ALLOW" | "PUSH_DEADLINE_MS" | "PUSH_ORIGIN_PAUSE_MS";
 
 /** The VAPID subject of a development stack, whose keys come from .data/ (lib/push.ts). */
 const DEVELOPMENT_VAPID_SUBJECT = "mailto:push@animal-safety.invalid";
@@ -18,7 +18,7 @@ const DEVELOPMENT_VAPID_SUBJECT = "mailto:push@animal-safety.invalid";
  */
 export function buildDeliverers(
   config: Pick<NotifierConfig, "SMTP_URL" | "SMTP_FROM"> &
-    Partial<Pick<NotifierConfig, "API_PUBLIC_BASE_URL" | "ALERT_UNSUBSCRIBE_SECRET" | PushSettings>>,
+    Partial<Pick<NotifierConfig, "API_PUBLIC_BASE_URL" | "ALERT_UNSUBSCRIBE_SECRET" | "SMTP_DEADLINE_MS" | PushSettings>>,
   pool?: Pool,
 ): Deliverers {
   // Alert emails get one-click unsubscribe headers when the notifier can sign the link (always, from main.ts).
@@ -34,6 +34,8 @@ export function buildDeliverers(
         subject: config.VAPID_SUBJECT ?? DEVELOPMENT_VAPID_SUBJECT,
         publicBaseUrl: config.API_PUBLIC_BASE_URL ?? "http://localhost:8080",
         allowHosts: config.PUSH_ENDPOINT_ALLOW ?? [],
+        deadlineMs: config.PUSH_DEADLINE_MS,
+        originPauseMs: config.PUSH_ORIGIN_PAUSE_MS,
       })
     : undefined;
   return {
@@ -46,6 +48,7 @@ export function buildDeliverers(
             from: config.SMTP_FROM,
             unsubscribe,
             publicBaseUrl: config.API_PUBLIC_BASE_URL,
+            deadlineMs: config.SMTP_DEADLINE_MS,
           }),
         }
       : {}),

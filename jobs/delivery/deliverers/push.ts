@@ -1,10 +1,14 @@
 import http from "node:http";
 import https from "node:https";
+import { isIP } from "node:net";
 import webpush from "web-push";
-import type { Pool } from "../../../lib/db.js";
-import { HIGH_URGENCY_KINDS, NO_PUSH_SUBSCRIPTION, PROVIDER_REJECTED } from "../../../lib/notifications.js";
+import { AddressRefused, checkedLookup, refusedAddress, systemResolver, type Resolver } from "../../../lib/checked-lookup.js";
+import type { Pool, Queryable } from "../../../lib/db.js";
+import { ANSWER_BODY_LIMIT_BYTES, DEFAULT_DEADLINES_MS, DeadlineExceeded, withDeadline } from "../../../lib/deadline.js";
+import { HIGH_URGENCY_KINDS, NO_PUSH_SUBSCRIPTION, PROVIDER_REJECTED, PUSH_ENDPOINT_REFUSED } from "../../../lib/notifications.js";
 import type { VapidKeys } from "../../../lib/push.js";
 import type { DeliverableNotification, PushSubscriptionRow } from "../store.js";
+import { createOriginPauses, originOf, type OriginPauses } from "./origin-pause.js";
 import { DeliveryError, type Deliverer } from "./types.js";
 
 /**
@@ -19,19 +23,29 @@ import { DeliveryError, type Deliverer } from "./types.js";
  * `npx tsx bench/push-drain.ts`, notifierCpuMs).
  *
  * Outcomes per subscription: 2xx took it; 404 and 410 mean it is gone, and its
- * row is deleted; 429 and 5xx (and a network error) may succeed later; any
- * other answer (400, 413, …) refuses this message only. The notification is
- * sent when any subscription took it; else it is retried when any may succeed
- * later (with the push service's Retry-After); else dead-lettered, as
- * permanent: "provider rejected" when one refused it (the next notification
- * still goes to that subscription), "no push subscription" when none is left.
+ * row is deleted; 429 and 5xx (and a network error, or a timeout) may succeed
+ * later; any other answer (400, 413, …) refuses this message only. The
+ * notification is sent when any subscription took it; else it is retried when
+ * any may succeed later (with the push service's Retry-After); else
+ * dead-lettered, as permanent: "provider rejected" when one refused it (the
+ * next notification still goes to that subscription), "push endpoint refused"
+ * when its address is refused, "no push subscription" when none is left.
+ *
+ * Nothing stalls (contract part 4, docs/decisions/0090-0092):
+ * - each request has a total deadline (PUSH_DEADLINE_MS, 10 s) from its start
+ *   to the answer's last byte, and reads at most 4 KB of the answer's body;
+ * - an origin that timed out 3 times in a row is paused (origin-pause.ts):
+ *   heldUntil tells the delivery job to put the notification back;
+ * - a connection goes only to an address its own lookup checked, as a
+ *   partner photo fetch's (lib/checked-lookup.ts): a name that now resolves
+ *   to a private address is refused at connect time, and the refusal does not
+ *   say which address that was.
  */
 
 /** The largest payload, in bytes of JSON: well under the 4 KB a push service must take (RFC 8291 section 4). */
 export const MAX_PUSH_PAYLOAD_BYTES = 3 * 1024;
 /** How long a push service keeps an undelivered message for a phone that is off: one day. */
 export const PUSH_TTL_SECONDS = 86_400;
-const REQUEST_TIMEOUT_MS = 10_000;
 /** Connections open at once to one push service (`npx tsx bench/push-drain.ts`, connections and the drain rate). */
 export const MAX_SOCKETS_PER_ORIGIN = 32;
 /** A VAPID JWT's lifetime (RFC 8292 allows up to 24 h) and how long one is reused. */
@@ -47,8 +61,14 @@ export interface PushDelivererOptions {
   subject: string;
   /** Where the pages a push opens live: the share pages of the API. */
   publicBaseUrl: string;
-  /** Hosts whose endpoints may be http (tests). Endpoints were checked when subscribed (api/push). */
+  /** Hosts whose endpoints may be http and on any address (tests' loopback peers). Endpoints were checked when subscribed (api/push). */
   allowHosts?: readonly string[];
+  /** The total deadline of one push request (PUSH_DEADLINE_MS). */
+  deadlineMs?: number;
+  /** How long an origin that keeps timing out is paused (PUSH_ORIGIN_PAUSE_MS). */
+  originPauseMs?: number;
+  /** Resolves endpoint host names for the checked lookup (the system's DNS; tests map names of their own). */
+  resolve?: Resolver;
 }
 
 export interface PushPayload {
@@ -112,21 +132,44 @@ interface Answer {
   retryAfter: string | null;
 }
 
+/** A push cut at its deadline; `connected` false when it never got a connection from the agent (our queue, not the origin). */
+class PushTimedOut extends Error {
+  constructor(
+    message: string,
+    readonly connected: boolean,
+  ) {
+    super(message);
+  }
+}
+
 /**
- * One POST, its answer's body read and dropped. No redirect is followed (a 3xx refuses the message). The timeout
- * is a socket one, cleared with the socket: AbortSignal.timeout left a timer per push that fired 10 s later and
- * built a DOMException each time (bench CPU profile, docs/decisions/0080).
+ * One POST, at most ANSWER_BODY_LIMIT_BYTES of its answer's body read and dropped. No redirect is followed (a 3xx
+ * refuses the message). The deadline is one plain timer, cleared with the answer: AbortSignal.timeout left a timer per
+ * push that fired 10 s later and built a DOMException each time (bench CPU profile, docs/decisions/0080).
  */
-function post(url: URL, headers: Record<string, string | number>, body: Buffer | null, agent: http.Agent): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const request = (url.protocol === "https:" ? https : http).request(url, { method: "POST", headers, agent }, (response) => {
+function post(url: URL, headers: Record<string, string | number>, body: Buffer | null, agent: http.Agent, deadlineMs: number): Promise<Answer> {
+  let request!: http.ClientRequest;
+  let connected = false;
+  const answer = new Promise<Answer>((resolve, reject) => {
+    request = (url.protocol === "https:" ? https : http).request(url, { method: "POST", headers, agent }, (response) => {
+      const answered = () => ({ status: response.statusCode ?? 0, retryAfter: (response.headers["retry-after"] as string | undefined) ?? null });
+      let read = 0;
+      response.on("data", (chunk: Buffer) => {
+        read += chunk.length;
+        if (read <= ANSWER_BODY_LIMIT_BYTES) return;
+        // Enough: the status is all a push needs. The connection goes with the rest of the body.
+        resolve(answered());
+        response.destroy();
+      });
       response.on("error", reject);
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, retryAfter: (response.headers["retry-after"] as string | undefined) ?? null }));
-      response.resume();
+      response.on("end", () => resolve(answered()));
     });
-    request.setTimeout(REQUEST_TIMEOUT_MS, () => request.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
+    request.once("socket", () => (connected = true));
     request.on("error", reject);
     request.end(body ?? undefined);
+  });
+  return withDeadline(deadlineMs, "the push", answer, () => request.destroy()).catch((err: unknown) => {
+    throw err instanceof DeadlineExceeded ? new PushTimedOut(err.message, connected) : err;
   });
 }
 
@@ -134,14 +177,18 @@ type Outcome =
   | { kind: "sent" }
   | { kind: "gone"; status: number }
   | { kind: "retry"; why: string; retryAfterMs?: number }
-  | { kind: "rejected"; status: number };
+  | { kind: "rejected"; status: number }
+  | { kind: "refused"; why: string };
 
 export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
-  const { pool, subject, publicBaseUrl, allowHosts = [] } = options;
+  const { pool, subject, publicBaseUrl, allowHosts = [], deadlineMs = DEFAULT_DEADLINES_MS.push } = options;
   const vapidKeys = typeof options.vapid === "function" ? options.vapid : () => options.vapid as VapidKeys;
+  const pauses: OriginPauses = createOriginPauses({ pauseMs: options.originPauseMs });
+  const allowed = (host: string) => allowHosts.includes(host);
   // Connections kept alive per origin. A batch delivery job sends its notifications at once, so the job slots
   // times the batch could each open one; MAX_SOCKETS_PER_ORIGIN bounds them, the rest wait for a free one.
-  const agentOptions = { keepAlive: true, maxSockets: MAX_SOCKETS_PER_ORIGIN };
+  // Each new connection resolves its host once and connects only to the addresses it checked.
+  const agentOptions = { keepAlive: true, maxSockets: MAX_SOCKETS_PER_ORIGIN, lookup: checkedLookup(options.resolve ?? systemResolver, allowed) };
   const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
 
   // One VAPID JWT per push service origin, signed for 12 h and reused for an hour: an ES256 signature per push
@@ -158,12 +205,19 @@ export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
     return Authorization;
   }
 
-  async function sendOne(subscription: Subscription, payload: string, urgency: "high" | "normal"): Promise<Outcome> {
+  async function sendOne(client: Queryable, subscription: Subscription, payload: string, urgency: "high" | "normal"): Promise<Outcome> {
     const url = new URL(subscription.endpoint);
+    const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
     // Checked when subscribed; checked again, so a row written another way never sends a payload in clear text.
-    if (url.protocol !== "https:" && !(url.protocol === "http:" && allowHosts.includes(url.hostname.toLowerCase()))) {
+    if (url.protocol !== "https:" && !(url.protocol === "http:" && allowed(host))) {
       return { kind: "rejected", status: 0 };
     }
+    // An IP literal is connected to without a lookup: checked here as the lookup checks a name's addresses.
+    const literalRefusal = isIP(host) && !allowed(host) ? refusedAddress(host) : null;
+    if (literalRefusal) return { kind: "refused", why: `refused address: ${literalRefusal}` };
+    // Paused since the delivery job looked (heldUntil): this one waits for the pause's end.
+    const pausedMs = pauses.pausedForMs(url.origin);
+    if (pausedMs > 0) return { kind: "retry", why: "push origin paused after repeated timeouts", retryAfterMs: pausedMs };
     // vapidDetails null: the Authorization header (`vapid t=…, k=…`) is the cached one above.
     const details = webpush.generateRequestDetails(
       { endpoint: subscription.endpoint, keys: { p256dh: subscription.p256dh, auth: subscription.auth } },
@@ -173,10 +227,19 @@ export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
     let answer: Answer;
     try {
       // details.headers: Content-Length, Content-Type, Content-Encoding, TTL, Urgency and the Authorization above.
-      answer = await post(url, details.headers, details.body ?? null, url.protocol === "https:" ? agents.https : agents.http);
+      answer = await post(url, details.headers, details.body ?? null, url.protocol === "https:" ? agents.https : agents.http, deadlineMs);
     } catch (err) {
-      return { kind: "retry", why: `push service unreachable: ${(err as Error).message}` };
+      if (err instanceof AddressRefused) return { kind: "refused", why: err.message };
+      if (err instanceof PushTimedOut) {
+        // Only the origin's own slowness counts towards its pause, not a wait for one of our connections.
+        if (err.connected) await pauses.recordTimeout(client, url.origin);
+        return { kind: "retry", why: `push service timed out: ${err.message}${err.connected ? "" : " (no connection was free)"}` };
+      }
+      // The code only: an error's message may name the address the endpoint's name resolved to.
+      const code = (err as NodeJS.ErrnoException).code;
+      return { kind: "retry", why: `push service unreachable${code ? ` (${code})` : ""}` };
     }
+    await pauses.recordAnswer(client, url.origin);
     const { status } = answer;
     if (status >= 200 && status < 300) return { kind: "sent" };
     if (status === 404 || status === 410) return { kind: "gone", status };
@@ -200,7 +263,7 @@ export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
       if (subscriptions.length === 0) throw new DeliveryError(NO_PUSH_SUBSCRIPTION);
       const payload = pushPayload(notification, publicBaseUrl);
       const urgency = HIGH_URGENCY_KINDS.includes(notification.kind) ? "high" : "normal";
-      const outcomes = await Promise.all(subscriptions.map((s) => sendOne(s, payload, urgency)));
+      const outcomes = await Promise.all(subscriptions.map((s) => sendOne(client, s, payload, urgency)));
 
       const gone = subscriptions.filter((_, i) => outcomes[i]!.kind === "gone").map((s) => s.id);
       if (gone.length > 0) await client.query(`delete from push_subscription where id = any($1::uuid[])`, [gone]);
@@ -213,7 +276,22 @@ export function createPushDeliverer(options: PushDelivererOptions): Deliverer {
       }
       const rejected = outcomes.filter((o): o is Extract<Outcome, { kind: "rejected" }> => o.kind === "rejected");
       if (rejected.length > 0) throw new DeliveryError(`${PROVIDER_REJECTED} the push: ${rejected.map((r) => r.status).join(", ")}`);
+      const refused = outcomes.filter((o): o is Extract<Outcome, { kind: "refused" }> => o.kind === "refused");
+      if (refused.length > 0) throw new DeliveryError(`${PUSH_ENDPOINT_REFUSED}: ${[...new Set(refused.map((r) => r.why))].join("; ")}`);
       throw new DeliveryError(NO_PUSH_SUBSCRIPTION);
+    },
+    async heldUntil(notification, client) {
+      // Every subscription's origin paused: the notification waits for the first pause to end, with no attempt.
+      const subscriptions = notification.pushSubscriptions ?? [];
+      if (subscriptions.length === 0) return null;
+      let first: Date | null = null;
+      for (const subscription of subscriptions) {
+        const origin = originOf(subscription.endpoint);
+        const until = origin === null ? null : await pauses.pausedUntil(client, origin);
+        if (until === null) return null;
+        if (first === null || until < first) first = until;
+      }
+      return first;
     },
     close() {
       agents.http.destroy();

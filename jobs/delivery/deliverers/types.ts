@@ -24,6 +24,12 @@ export interface Deliverer {
    * deliveries as the pool has connections would wait on for ever.
    */
   deliver(notification: DeliverableNotification, client?: Queryable): Promise<void>;
+  /**
+   * When the notification cannot be tried now through no fault of its own (push: every origin of its subscriptions
+   * is paused after repeated timeouts), the time it may go; else null. The delivery job then puts it back until
+   * that time, without an attempt (notifier/delivery.ts).
+   */
+  heldUntil?(notification: DeliverableNotification, client: Queryable): Promise<Date | null>;
   close?(): void;
 }
 
