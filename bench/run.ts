@@ -24,6 +24,7 @@ import {
   rawWriteThroughput,
 } from "./baselines.js";
 import { seedOpenLostReports } from "./alerts-seed.js";
+import { familiesScenario } from "./families.js";
 import { jobsSummaryScenario } from "./jobs-summary.js";
 import { partnersScenario } from "./partners.js";
 import { partitionsScenario } from "./partitions.js";
@@ -319,6 +320,7 @@ addScenario("share", await shareScenario(stack, { quick }));
 // 7c. The jobs summary over a bloated jobs table -------------------------------
 log("scenario 7c: jobs summary with 1,000,000 jobs deleted and 100,000 queued");
 addScenario("jobsSummary", await jobsSummaryScenario(stack, { quick }));
+addScenario("families", await familiesScenario(stack, { quick }));
 
 // 7d. Shelter partners -------------------------------------------------------
 log("scenario 7d: in-custody creates beside finders' found reports, and a shelter's nightly publish");

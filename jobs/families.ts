@@ -1,6 +1,7 @@
 import type { TaskList } from "graphile-worker";
 import type { Pool } from "../lib/db.js";
 import type { JobFamily } from "../lib/job-families.js";
+import type { Channel } from "../lib/notifications.js";
 import type { Logger } from "../lib/logger.js";
 import type { SafeFetchOptions } from "../lib/safe-fetch.js";
 import type { ObjectStorage } from "../lib/storage/index.js";
@@ -60,10 +61,14 @@ export interface FamilyDeps {
   outboxRetentionDays: number;
 }
 
-const deliveryFamily = (channel: DeliveryChannel) => (deps: FamilyDeps) => ({
+const deliveryTasks = (channel: Channel, deps: FamilyDeps) => ({
   [DELIVERY_TASKS[channel].one]: notificationDeliverTask(createDelivery(deps)),
   [DELIVERY_TASKS[channel].batch]: notificationDeliverBatchTask(createBatchDelivery(deps)),
 });
+
+/** A channel's delivery family; the email family also takes the rare in_app row left pending (jobs/delivery/task.ts). */
+const deliveryFamily = (channel: DeliveryChannel) => (deps: FamilyDeps) =>
+  channel === "email" ? { ...deliveryTasks("email", deps), ...deliveryTasks("in_app", deps) } : deliveryTasks(channel, deps);
 
 function needStorage(deps: FamilyDeps): ObjectStorage {
   if (!deps.storage) throw new Error("the photo families need object storage");

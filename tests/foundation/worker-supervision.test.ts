@@ -71,10 +71,12 @@ describe("a worker whose job completion fails goes on running jobs", () => {
     expect(worker.restarts).toBe(restartsAtStop);
   });
 
-  it("the relay process survives it: same pid, its jobs run again once completions work, and every row is published", async () => {
+  it("the notifier process survives it: same pid, its scheduled jobs run again once completions work, and every row is published", async () => {
+    // A notifier that runs only the scheduled family, beside the relay that publishes.
     const relay = await h.stack.start("relay");
+    const worker = await h.stack.start("notifier", { NOTIFIER_JOB_FAMILIES: "scheduled", NOTIFIER_CONSUME: "false" });
     await refuseJobCompletion();
-    // One of the relay's jobs, queued by hand rather than by its hourly cron. The rows below
+    // One of the scheduled jobs, queued by hand rather than by its hourly cron. The rows below
     // announce themselves to nobody (no wake-up on the bus): the relay's poll publishes them.
     const queueRelayJob = () => h.db.pool.query(`select graphile_worker.add_job($1)`, [MAINTENANCE_PRUNE_TASK]);
     try {
@@ -83,11 +85,11 @@ describe("a worker whose job completion fails goes on running jobs", () => {
         [EventType.AnimalLostReported],
       );
       await queueRelayJob();
-      await relay.waitForLog((l) => l.msg === "worker: runner stopped without being asked; starting a new one", 20_000);
+      await worker.waitForLog((l) => l.msg === "worker: runner stopped without being asked; starting a new one", 20_000);
     } finally {
       await allowJobCompletion();
     }
-    await relay.waitForLog((l) => l.msg === "worker: runner replaced", 30_000);
+    await worker.waitForLog((l) => l.msg === "worker: runner replaced", 30_000);
     await h.db.pool.query(
       `insert into outbox_event (type, payload) select $1, jsonb_build_object('n', n) from generate_series(51, 100) n`,
       [EventType.AnimalLostReported],
@@ -97,10 +99,11 @@ describe("a worker whose job completion fails goes on running jobs", () => {
       const { rows } = await h.db.pool.query<{ n: number }>(`select count(*)::int as n from outbox_event where published_at is null`);
       return rows[0]!.n === 0 ? true : undefined;
     }, 20_000);
-    // The replaced runner takes new relay jobs and completes them (the refused one stays locked by the
-    // stopped pool until graphile-worker's lock timeout; the relay's poll does not need it).
+    // The replaced runner takes new scheduled jobs and completes them (the refused one stays locked by
+    // the stopped pool until graphile-worker's lock timeout).
     await eventually(async () => ((await jobsLeft(MAINTENANCE_PRUNE_TASK, { unlocked: true })) === 0 ? true : undefined), 20_000);
+    expect(worker.child.exitCode).toBeNull();
     expect(relay.child.exitCode).toBeNull();
-    expect(relay.lines.filter((l) => (l.level as number) >= 60)).toEqual([]);
+    expect([...worker.lines, ...relay.lines].filter((l) => (l.level as number) >= 60)).toEqual([]);
   });
 });

@@ -245,16 +245,14 @@ describe("a notifier that cannot reach NATS at startup exits", () => {
 });
 
 describe("SIGTERM shuts the notifier down in order", () => {
-  it("stops consuming, then the worker, health, the bus and the pool, and exits 0", async () => {
+  it("stops consuming, then the job families, health, the bus and the pool, and exits 0", async () => {
     const p = await notifier();
     expect(await p.stop()).toBe(0);
     const stages = p.lines.filter((l) => l.msg === "shutdown: stage done").map((l) => l.stage);
     expect(stages).toEqual([
       "stop consuming",
       "stop stall sweep",
-      "stop worker",
-      "stop fan-out worker",
-      "stop photo worker",
+      "stop job families",
       "close health server",
       "close deliverers",
       "drain bus",

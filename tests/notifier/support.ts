@@ -8,7 +8,7 @@ import type { Pool, Queryable } from "../../lib/db.js";
 import { EventType, type EventEnvelope } from "../../lib/events.js";
 import { startWorker, type SupervisedWorker } from "../../lib/worker.js";
 import { notificationDeliverBatchTask, notificationDeliverTask } from "../../jobs/delivery/task.js";
-import { DELIVERY_CHANNELS, DELIVERY_TASKS } from "../../jobs/delivery/task.js";
+import { DELIVERY_TASKS } from "../../jobs/delivery/task.js";
 import { createBatchDelivery, createDelivery } from "../../jobs/delivery/delivery.js";
 import type { Deliverers } from "../../jobs/delivery/deliverers/types.js";
 import { devEnv, TEST_STREAM } from "../helpers/app.js";
@@ -85,7 +85,7 @@ export async function deliveryJobsFor(db: Queryable, notificationId: string): Pr
      from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
      where (t.identifier = any($1::text[]) and j.payload->>'notificationId' = $3)
         or (t.identifier = any($2::text[]) and j.payload::jsonb->'notificationIds' ? $3)`,
-    [DELIVERY_CHANNELS.map((c) => DELIVERY_TASKS[c].one), DELIVERY_CHANNELS.map((c) => DELIVERY_TASKS[c].batch), notificationId],
+    [Object.values(DELIVERY_TASKS).map((t) => t.one), Object.values(DELIVERY_TASKS).map((t) => t.batch), notificationId],
   );
   return rows[0]!.n;
 }
@@ -102,9 +102,9 @@ export function startDeliveryWorker(pool: Pool, deliverers: Deliverers, moreTask
     logger,
     taskList: {
       ...Object.fromEntries(
-        DELIVERY_CHANNELS.flatMap((c) => [
-          [DELIVERY_TASKS[c].one, notificationDeliverTask(createDelivery({ pool, deliverers, logger }))],
-          [DELIVERY_TASKS[c].batch, notificationDeliverBatchTask(createBatchDelivery({ pool, deliverers, logger }))],
+        Object.keys(DELIVERY_TASKS).flatMap((c) => [
+          [DELIVERY_TASKS[c as keyof typeof DELIVERY_TASKS].one, notificationDeliverTask(createDelivery({ pool, deliverers, logger }))],
+          [DELIVERY_TASKS[c as keyof typeof DELIVERY_TASKS].batch, notificationDeliverBatchTask(createBatchDelivery({ pool, deliverers, logger }))],
         ]),
       ),
       ...moreTasks,
