@@ -4,7 +4,8 @@ import { loadApiConfig } from "../../lib/config.js";
 import { as, devEnv, TEST_PHOTO_DIR } from "../helpers/app.js";
 import { openSlowClient, requestHead, type RawAnswer } from "../helpers/slow-client.js";
 import { closeServed, multipart, paddedJpeg, photoPart, serveApi, type Served } from "../photos/support.js";
-import { createLostReport, freshActor, lostReportBody, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { createLostReport, freshActor, lostReportBody } from "../safety/helpers.js";
 
 /**
  * Every request has a time limit: a body that trickles in is answered 408 and

@@ -5,29 +5,28 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createPool } from "../../lib/db.js";
 import { READINESS_TIMEOUT_MS, startHealthServer } from "../../lib/health.js";
 import { as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { freePort, startTestBus, type TestBus } from "../helpers/nats.js";
+import type { TestDatabase } from "../helpers/db.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { freePort, type TestBus } from "../helpers/nats.js";
 import { ServiceProcess } from "../helpers/processes.js";
 import { eventually } from "../helpers/stream.js";
 
+let h: Harness;
 let db: TestDatabase;
 let bus: TestBus;
 let healthy: TestApi;
 let noDatabase: TestApi;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await startTestBus();
-  healthy = await buildTestApi(devEnv(db.url, bus.url));
+  h = await startHarness();
+  ({ db, bus, api: healthy } = h);
   // A database address where nothing listens: connection refused, as during an outage.
   noDatabase = await buildTestApi(devEnv(`postgres://postgres@127.0.0.1:${await freePort()}/nowhere`, bus.url));
 });
 
 afterAll(async () => {
-  await healthy?.close();
   await noDatabase?.close();
-  await bus?.dispose();
-  await db?.drop();
+  await h?.close();
 });
 
 describe("/healthz confirms only that the process answers", () => {

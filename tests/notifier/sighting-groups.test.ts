@@ -6,7 +6,8 @@ import { buildDeliverers } from "../../notifier/deliverers/index.js";
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";
-import { call, count, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createLostReport, freshActor } from "../safety/helpers.js";
 import { startSmtpServer, type TestSmtpServer } from "./smtp.js";
 import { consumerInfo, setPreference } from "./support.js";
 

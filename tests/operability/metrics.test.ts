@@ -5,12 +5,18 @@ import { registerSourcedGauge, Registry, SCRAPE_READ_TIMEOUT_MS } from "../../li
 import { as, devEnv } from "../helpers/app.js";
 import { addProbeJob, PROBE_TASK, sampleValue, scrape, scrapeApi } from "../helpers/exposition.js";
 import { freePort } from "../helpers/nats.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { ServiceProcess } from "../helpers/processes.js";
 import { eventually } from "../helpers/stream.js";
 import { consumerInfo, publishEnvelope, contactMessageEnvelope, setPreference, startNotifier } from "../notifier/support.js";
 
-const h = useTestApi();
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const probeDepth = (text: string, process: string) => sampleValue(text, "worker_jobs", { task: PROBE_TASK, state: "scheduled", process });
 const sourceUp = (text: string, metric: string) => sampleValue(text, "metrics_source_up", { metric });

@@ -7,7 +7,8 @@ import type { SupervisedWorker } from "../../lib/worker.js";
 import { startPhotoWorker } from "../../notifier/photos/worker.js";
 import { TEST_PHOTO_DIR } from "../helpers/app.js";
 import { eventually } from "../helpers/stream.js";
-import { expectProblem, type Harness } from "../safety/helpers.js";
+import { type Harness } from "../helpers/harness.js";
+import { expectProblem } from "../safety/helpers.js";
 import { asm3Animal, createPartner, login, partnerCall, publish, startPartnerHarness } from "./support.js";
 import { mappedResolver, PHOTO_HOST, startHttpServer, startHttpsServer, testCertificate, type TestServer } from "./servers.js";
 

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../../lib/config.js";
 import { as, devEnv, TEST_PHOTO_DIR } from "../helpers/app.js";
 import { openSlowClient, requestHead, type RawAnswer, type SlowClient } from "../helpers/slow-client.js";
-import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createLostReport, freshActor } from "../safety/helpers.js";
 import { closeServed, footprint, localObjectCount, multipart, paddedJpeg, photoPart, serveApi, smallJpeg, upload, uploadRequest } from "./support.js";
 import type { Footprint, Served } from "./support.js";
 

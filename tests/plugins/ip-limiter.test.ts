@@ -2,7 +2,8 @@ import type { InjectOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IP_BURST, IP_RATE_PER_SECOND, TokenBuckets } from "../../api/plugins/ip-limiter.js";
 import { as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { count, freshIp, lostReportBody, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { count, freshIp, lostReportBody } from "../safety/helpers.js";
 
 let h: Harness;
 /** An API whose limiter reads `clock.ms`: time only moves when a test moves it. */

@@ -4,7 +4,8 @@ import { as, buildTestApi, devEnv, TEST_STREAM, type TestApi } from "../helpers/
 import { freePort } from "../helpers/nats.js";
 import { ServiceProcess } from "../helpers/processes.js";
 import { eventually, readStream } from "../helpers/stream.js";
-import { call, count, createFoundReport, createLostReport, expectProblem, freshActor, freshIp, moderate, startHarness, type Harness } from "./helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createFoundReport, createLostReport, expectProblem, freshActor, freshIp, moderate } from "./helpers.js";
 
 let h: Harness;
 
