@@ -58,8 +58,10 @@ describe("POST relay-message takes no auth, stores the message and emits the eve
       devEnv(h.db.url, h.bus.url, { RELAY_HEALTH_ADDR: `127.0.0.1:${await freePort()}`, LOG_LEVEL: "info" }),
     );
     try {
-      const message = await eventually(async () =>
-        (await readStream(h.api.nc, TEST_STREAM)).find((m) => m.body.data.relayMessageId === res.json().id),
+      // The relay's start is part of the wait: a deadline for a loaded machine.
+      const message = await eventually(
+        async () => (await readStream(h.api.nc, TEST_STREAM)).find((m) => m.body.data.relayMessageId === res.json().id),
+        30_000,
       );
       expect(message.subject).toBe(EventType.ContactMessageReceived);
       expect(message.body.data).toMatchObject({ lostReportId: id, message: body.message, fromContact: body.fromContact });
