@@ -1,12 +1,10 @@
 import diagnostics from "node:diagnostics_channel";
 import type { FastifyInstance, RouteOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildTestApi, devEnv, type TestApi } from "./helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "./helpers/db.js";
-import { startTestBus, type TestBus } from "./helpers/nats.js";
+import type { TestApi } from "./helpers/app.js";
+import { startHarness, type Harness } from "./helpers/harness.js";
 
-let db: TestDatabase;
-let bus: TestBus;
+let h: Harness;
 let api: TestApi;
 const routes: RouteOptions[] = [];
 
@@ -15,8 +13,6 @@ const routes: RouteOptions[] = [];
 const UNDOCUMENTED = /^\/(healthz|readyz|metrics|openapi\.json|docs|admin|app|t|lost|found|s|sw\.js)(\/|$)/;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await startTestBus();
   // Fastify announces each new instance here before any plugin runs: collect every route the real app registers.
   const collect = (message: unknown) => {
     (message as { fastify: FastifyInstance }).fastify.addHook("onRoute", (route) => {
@@ -25,16 +21,15 @@ beforeAll(async () => {
   };
   diagnostics.subscribe("fastify.initialization", collect);
   try {
-    api = await buildTestApi(devEnv(db.url, bus.url));
+    h = await startHarness();
+    api = h.api;
   } finally {
     diagnostics.unsubscribe("fastify.initialization", collect);
   }
 });
 
 afterAll(async () => {
-  await api?.close();
-  await bus?.dispose();
-  await db?.drop();
+  await h?.close();
 });
 
 type Operation = {

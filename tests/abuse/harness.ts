@@ -3,17 +3,15 @@ import { pino } from "pino";
 import sharp from "sharp";
 import { afterAll, beforeAll } from "vitest";
 import type { RouteAuth } from "../../api/plugins/auth.js";
-import { buildApp } from "../../api/app.js";
 import { TAG_CSS } from "../../api/tag/assets.js";
-import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
-import { loadApiConfig, type Env } from "../../lib/config.js";
-import { createPool, type Pool } from "../../lib/db.js";
-import { createObjectStorage, type ObjectStorage } from "../../lib/storage/index.js";
+import type { Env } from "../../lib/config.js";
+import type { Pool } from "../../lib/db.js";
+import type { ObjectStorage } from "../../lib/storage/index.js";
 import { createPhotoProcessor } from "../../jobs/photos/process.js";
-import { devEnv } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
-import { checkPublicResponses, privacyRules } from "../helpers/privacy.js";
+import type { TestDatabase } from "../helpers/db.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import type { TestBus } from "../helpers/nats.js";
+import { privacyRules } from "../helpers/privacy.js";
 
 /** A route as Fastify registered it, with the gate auth.ts applies to it. */
 export interface RegisteredRoute {
@@ -53,33 +51,22 @@ function freshAddress(): string {
 }
 
 /**
- * The file's own database, nats-server and real app (development settings,
- * debug bypass unless `extra` says otherwise).
+ * The file's own database, nats-server and real app (the test harness,
+ * tests/helpers/harness.ts: development settings, debug bypass unless `extra`
+ * says otherwise), with every route it registered.
  */
 export function useAbuseHarness(options: { extra?: Env | (() => Env | Promise<Env>) } = {}): AbuseHarness {
   const harness = { publicResponses: new Map() } as AbuseHarness;
   const seen: RouteOptions[] = [];
-  let nc: NatsConnection | undefined;
+  let base: Harness | undefined;
   beforeAll(async () => {
-    harness.db = await createTestDatabase();
-    harness.bus = await startTestBus();
     const extra = typeof options.extra === "function" ? await options.extra() : (options.extra ?? {});
     // A fixed VAPID key, so GET /v1/push/public-key never makes development's pair in the repository's .data/.
     const push = { VAPID_PUBLIC_KEY: "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg" };
-    const config = loadApiConfig(devEnv(harness.db.url, harness.bus.url, { ...push, ...extra }));
-    const logger = pino({ level: config.LOG_LEVEL });
-    nc = await connectBus(config.NATS_URL, "abuse-test", logger);
-    await ensureStream(nc, config.NATS_STREAM);
-    harness.pool = createPool({ connectionString: config.DATABASE_URL, max: 4, applicationName: "abuse-test", logger });
     privacyRules.point(PRECISE).actor(OWNER).actor(OTHER);
     for (const secret of [VERIFICATION_DETAIL, CONTACT, ...MICROCHIPS]) privacyRules.text(secret);
-    const onRoute = (route: RouteOptions) => {
-      seen.push(route);
-      checkPublicResponses(route);
-    };
-    harness.storage = createObjectStorage(config);
-    harness.app = await buildApp({ config, pool: harness.pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, onRoute, storage: harness.storage });
-    await harness.app.ready();
+    base = await startHarness({ ...push, ...extra }, { onRoute: (route) => void seen.push(route) });
+    Object.assign(harness, { db: base.db, bus: base.bus, app: base.api.app, pool: base.api.pool, storage: base.api.storage });
     // OPTIONS * is @fastify/cors's preflight handler, answered before auth; it is not an operation.
     harness.routes = seen.flatMap((route) =>
       [route.method].flat().filter((method) => method !== "OPTIONS").map((method) => ({
@@ -102,12 +89,7 @@ export function useAbuseHarness(options: { extra?: Env | (() => Env | Promise<En
     };
   });
   afterAll(async () => {
-    await harness.app?.close();
-    await harness.storage?.close();
-    await nc?.close();
-    await harness.pool?.end();
-    await harness.bus?.dispose();
-    await harness.db?.drop();
+    await base?.close();
   });
   return harness;
 }

@@ -2,7 +2,8 @@ import type { InjectOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IP_BURST } from "../../api/plugins/ip-limiter.js";
 import { buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { count, createLostReport, expectProblem, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { count, createLostReport, expectProblem, freshActor } from "../safety/helpers.js";
 import { animalWithTag, postTagForm } from "../tag/helpers.js";
 
 /**

@@ -1,9 +1,15 @@
 import type { InjectOptions } from "fastify";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, as } from "../helpers/app.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 
-const t = useTestApi();
+let t: Harness;
+beforeAll(async () => {
+  t = await startHarness();
+});
+afterAll(async () => {
+  await t?.close();
+});
 
 // Each request from an address of its own: on a fast machine this file's requests outrun one address's
 // bucket of the per-IP limiter (40, then 20 a second), which would answer 429 before any route runs.

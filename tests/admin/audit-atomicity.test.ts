@@ -1,10 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { admin, as } from "../helpers/app.js";
 import { withFailingAuditInsert } from "../helpers/db.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 
-const t = useTestApi();
+let t: Harness;
+beforeAll(async () => {
+  t = await startHarness();
+});
+afterAll(async () => {
+  await t?.close();
+});
 
 /**
  * Every admin mutation writes its audit event in the same transaction as the

@@ -1,8 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { revokeEmergencyProfile } from "../../api/admin/emergency/store.js";
 import { withTransaction } from "../../lib/db.js";
 import { admin, as } from "../helpers/app.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { eventually } from "../helpers/stream.js";
 
 /**
@@ -10,7 +10,13 @@ import { eventually } from "../helpers/stream.js";
  * it: the owner cannot undo it by issuing a fresh token. Lifting makes
  * nothing public; it lets the owner's next PUT issue a token again.
  */
-const t = useTestApi();
+let t: Harness;
+beforeAll(async () => {
+  t = await startHarness();
+});
+afterAll(async () => {
+  await t?.close();
+});
 
 let owners = 0;
 

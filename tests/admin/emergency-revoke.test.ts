@@ -1,9 +1,15 @@
 import { createHash } from "node:crypto";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, as } from "../helpers/app.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 
-const t = useTestApi();
+let t: Harness;
+beforeAll(async () => {
+  t = await startHarness();
+});
+afterAll(async () => {
+  await t?.close();
+});
 
 async function animalWithProfile(ownerId: string, withProfile = true): Promise<string> {
   const { rows } = await t.db.pool.query(

@@ -6,13 +6,19 @@ import { Registry } from "../../lib/metrics.js";
 import { sampleValue } from "../helpers/exposition.js";
 import { admin, as, buildTestApi, devEnv } from "../helpers/app.js";
 import { withFailingAuditInsert } from "../helpers/db.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { eventually } from "../helpers/stream.js";
 import { CRON_ITEM, HELD, LONG_ERROR, NOBODY, OK, startJobWorld, THROWS, type JobWorld } from "./jobs-world.js";
 import { registerWorkerJobMetrics } from "../../jobs/metrics.js";
 
 // Counted on every request: these tests change jobs through the worker and SQL and read at once (the kept summary has its own tests below).
-const t = useTestApi({ API_JOBS_SUMMARY_MAX_AGE_MS: "0" });
+let t: Harness;
+beforeAll(async () => {
+  t = await startHarness({ API_JOBS_SUMMARY_MAX_AGE_MS: "0" });
+});
+afterAll(async () => {
+  await t?.close();
+});
 let world: JobWorld;
 
 beforeAll(async () => {

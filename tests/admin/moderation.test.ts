@@ -1,8 +1,15 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin } from "../helpers/app.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { eventually } from "../helpers/stream.js";
 
-const t = useTestApi();
+let t: Harness;
+beforeAll(async () => {
+  t = await startHarness();
+});
+afterAll(async () => {
+  await t?.close();
+});
 
 async function report(targetType = "sighting", status = "open"): Promise<{ id: string; targetId: string }> {
   const targetId = crypto.randomUUID();
@@ -37,15 +44,12 @@ async function contentState(targetId: string) {
 
 /** Waits until `n` sessions of this database are blocked on a lock. */
 async function waitForLockWaiters(n: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
+  await eventually(async () => {
     const { rows } = await t.db.pool.query(
       `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
     );
-    if (rows[0].n >= n) return;
-    if (Date.now() > deadline) throw new Error(`expected ${n} sessions waiting on a lock, saw ${rows[0].n}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+    return rows[0].n >= n ? true : undefined;
+  }, 10_000, 20);
 }
 
 async function audits(id: string) {

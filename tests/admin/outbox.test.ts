@@ -1,13 +1,19 @@
 import { jetstreamManager } from "@nats-io/jetstream";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MASK } from "../../api/admin/outbox/mask.js";
 import { EventType } from "../../lib/events.js";
 import { admin, TEST_STREAM } from "../helpers/app.js";
 import { withFailingAuditInsert } from "../helpers/db.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { eventually, readStream } from "../helpers/stream.js";
 
-const t = useTestApi();
+let t: Harness;
+beforeAll(async () => {
+  t = await startHarness();
+});
+afterAll(async () => {
+  await t?.close();
+});
 
 /** An outbox row that became unpublished `ageSeconds` ago (no relay runs in this file). */
 async function outboxRow(

@@ -1,49 +1,27 @@
 import type { FastifyInstance, HTTPMethods } from "fastify";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../api/app.js";
-import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
-import { loadApiConfig } from "../../lib/config.js";
-import { createPool, type Pool } from "../../lib/db.js";
-import { admin, as, devEnv } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
+import { admin, as } from "../helpers/app.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 
-let db: TestDatabase;
-let bus: TestBus;
-let nc: NatsConnection;
-let pool: Pool;
+let h: Harness;
 let app: FastifyInstance;
 // Every route Fastify registers, as it registers it: routes other modules add later are walked too.
 const registered: { method: HTTPMethods; url: string }[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await startTestBus();
-  const config = loadApiConfig(devEnv(db.url, bus.url));
-  const logger = pino({ level: config.LOG_LEVEL });
-  nc = await connectBus(config.NATS_URL, "role-gate-test", logger);
-  await ensureStream(nc, config.NATS_STREAM);
-  pool = createPool({ connectionString: config.DATABASE_URL, applicationName: "role-gate-test", logger });
-  app = await buildApp({
-    config,
-    pool,
-    js: busClient(nc),
-    wakeRelay: relayWaker(nc),
-    logger,
-    onRoute: (route) => {
-      for (const method of [route.method].flat()) registered.push({ method, url: route.url });
+  h = await startHarness(
+    {},
+    {
+      onRoute: (route) => {
+        for (const method of [route.method].flat()) registered.push({ method, url: route.url });
+      },
     },
-  });
-  await app.ready();
+  );
+  app = h.api.app;
 });
 
 afterAll(async () => {
-  await app?.close();
-  await nc?.close();
-  await pool?.end();
-  await bus?.dispose();
-  await db?.drop();
+  await h?.close();
 });
 
 // Each request comes from its own address, so the per-IP limiter (burst 40) never answers in the gate's place.

@@ -12,7 +12,8 @@ import { recordEvents } from "../../notifier/consumer.js";
 import { alertTasks } from "../../jobs/families.js";
 import { admin } from "../helpers/app.js";
 import { eventually } from "../helpers/stream.js";
-import { call, createLostReport, freshActor, moderate, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createLostReport, freshActor, moderate } from "../safety/helpers.js";
 import { batchSizes, dayAfter, fanoutRow, nearbyRecipients, offset, startTestFanout, subscribe, utcToday, type LatLon } from "./helpers.js";
 
 /**

@@ -6,7 +6,8 @@ import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { PrivacyRules } from "../helpers/privacy.js";
 import { eventually } from "../helpers/stream.js";
 import { publishEnvelope } from "../notifier/support.js";
-import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createLostReport, freshActor } from "../safety/helpers.js";
 import { coarsePoint, dayAfter, offset, subscribe, utcToday, type LatLon } from "./helpers.js";
 
 /**

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUnsubscribeToken } from "../../lib/alert-unsubscribe.js";
 import { as } from "../helpers/app.js";
-import { call, count, expectProblem, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, expectProblem, freshActor } from "../safety/helpers.js";
 
 /** POST/GET/DELETE /v1/me/alert-subscriptions and the one-click unsubscribe (contract part 2, "Alert subscriptions"). */
 let h: Harness;

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDigest } from "../../jobs/scheduled/alerts-digest.js";
 import { runFanoutBatch } from "../../jobs/fanout/fanout.js";
 import { admin } from "../helpers/app.js";
-import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createLostReport, freshActor } from "../safety/helpers.js";
 import { dayAfter, fanoutRow, nearbyRecipients, offset, startTestFanout, subscribe, utcToday, type LatLon } from "./helpers.js";
 
 /**

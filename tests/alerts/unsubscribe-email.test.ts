@@ -5,7 +5,8 @@ import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";
 import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from "../notifier/smtp.js";
-import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createLostReport, freshActor } from "../safety/helpers.js";
 import { dayAfter, offset } from "./helpers.js";
 
 /**

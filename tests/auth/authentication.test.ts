@@ -3,10 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAuthenticator, rolesClaim } from "../../api/plugins/auth.js";
 import { loadApiConfig } from "../../lib/config.js";
 import { as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import type { TestDatabase } from "../helpers/db.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { bearer, secureEnv, TestIdentityProvider } from "../helpers/jwks.js";
-import { freePort, startTestBus, type TestBus } from "../helpers/nats.js";
+import { freePort, type TestBus } from "../helpers/nats.js";
 
+let h: Harness;
 let db: TestDatabase;
 let bus: TestBus;
 let idp: TestIdentityProvider;
@@ -15,17 +17,14 @@ let api: TestApi;
 const ADMIN_ROUTE = "/v1/admin/audit-events";
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await startTestBus();
   idp = await TestIdentityProvider.start();
-  api = await buildTestApi(devEnv(db.url, bus.url, secureEnv(idp)));
+  h = await startHarness(secureEnv(idp));
+  ({ db, bus, api } = h);
 });
 
 afterAll(async () => {
-  await api?.close();
+  await h?.close();
   await idp?.stop();
-  await bus?.dispose();
-  await db?.drop();
 });
 
 async function auditRows(actorId: string) {

@@ -7,18 +7,18 @@ import { AuditAction, AuditObject, writeAuditEvent } from "../../lib/audit.js";
 import { EventType } from "../../lib/events.js";
 import { LocalObjectStorage } from "../../lib/storage/index.js";
 import { createPhotoProcessor } from "../../jobs/photos/process.js";
-import { admin, as, buildTestApi, devEnv, TEST_PHOTO_DIR, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { admin, as, TEST_PHOTO_DIR, type TestApi } from "../helpers/app.js";
+import type { TestDatabase } from "../helpers/db.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { TestIdentityProvider } from "../helpers/jwks.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
 import { photoPart, uploadRequest } from "../photos/support.js";
 import { call, lostReportBody } from "../safety/helpers.js";
 import { ensureConsoleBundle, launchChromium, row, screenshot, signInAsDebugActor, type Browser } from "./browser.js";
 
 const ADMIN = "admin-1";
 
+let h: Harness;
 let db: TestDatabase;
-let bus: TestBus;
 let api: TestApi;
 let idp: TestIdentityProvider;
 let baseUrl: string;
@@ -29,11 +29,10 @@ const requested: string[] = [];
 
 beforeAll(async () => {
   await ensureConsoleBundle();
-  db = await createTestDatabase();
-  bus = await startTestBus();
   idp = await TestIdentityProvider.start();
   // Both sign-ins work on this API: the debug actor (development) and bearer tokens from the test identity provider.
-  api = await buildTestApi(devEnv(db.url, bus.url, idp.env));
+  h = await startHarness(idp.env);
+  ({ db, api } = h);
   await api.app.listen({ port: 0, host: "127.0.0.1" });
   baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
   browser = await launchChromium();
@@ -45,10 +44,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await api?.close();
+  await h?.close();
   await idp?.stop();
-  await bus?.dispose();
-  await db?.drop();
 });
 
 /** Opens a screen from the console's navigation. */

@@ -1,9 +1,9 @@
 import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
+import type { TestApi } from "../helpers/app.js";
+import type { TestDatabase } from "../helpers/db.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { eventually } from "../helpers/stream.js";
 import { CRON_ITEM, HELD, NOBODY, startJobWorld, THROWS, type JobWorld } from "../admin/jobs-world.js";
 import { ensureConsoleBundle, launchChromium, row, screenshot, signInAsDebugActor, type Browser } from "./browser.js";
@@ -15,8 +15,8 @@ const SMTP_ERROR = [
   "    at async Object.notification__deliver (jobs/families.ts:41:5)",
 ].join("\n");
 
+let h: Harness;
 let db: TestDatabase;
-let bus: TestBus;
 let api: TestApi;
 let world: JobWorld;
 let baseUrl: string;
@@ -25,9 +25,8 @@ let page: Page;
 
 beforeAll(async () => {
   await ensureConsoleBundle();
-  db = await createTestDatabase();
-  bus = await startTestBus();
-  api = await buildTestApi(devEnv(db.url, bus.url));
+  h = await startHarness();
+  ({ db, api } = h);
   await api.app.listen({ port: 0, host: "127.0.0.1" });
   baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
   world = await startJobWorld(db.pool, db.url, { error: SMTP_ERROR });
@@ -42,9 +41,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await world?.stop();
-  await api?.close();
-  await bus?.dispose();
-  await db?.drop();
+  await h?.close();
 });
 
 const summaryRow = (task: string) => page.getByRole("table", { name: "Jobs by task" }).locator(`tr[data-task="${task}"]`);

@@ -1,9 +1,8 @@
 import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
+import { admin, type TestApi } from "../helpers/app.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { call } from "../safety/helpers.js";
 import { ensureConsoleBundle, launchChromium, row, screenshot, signInAsDebugActor, type Browser } from "./browser.js";
 
@@ -12,8 +11,7 @@ import { ensureConsoleBundle, launchChromium, row, screenshot, signInAsDebugActo
 const ADMIN = "admin-partners-1";
 const KEY = "console-test-integration-key";
 
-let db: TestDatabase;
-let bus: TestBus;
+let h: Harness;
 let api: TestApi;
 let baseUrl: string;
 let browser: Browser;
@@ -21,9 +19,8 @@ let page: Page;
 
 beforeAll(async () => {
   await ensureConsoleBundle();
-  db = await createTestDatabase();
-  bus = await startTestBus();
-  api = await buildTestApi(devEnv(db.url, bus.url, { PARTNER_API_KEYS: KEY }));
+  h = await startHarness({ PARTNER_API_KEYS: KEY });
+  api = h.api;
   await api.app.listen({ port: 0, host: "127.0.0.1" });
   baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
   browser = await launchChromium();
@@ -36,9 +33,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await api?.close();
-  await bus?.dispose();
-  await db?.drop();
+  await h?.close();
 });
 
 const login = (email: string, password: string) =>
@@ -106,7 +101,7 @@ describe("the Partners screen", () => {
     await page.getByText("Riverside Animal Shelter is restored").waitFor();
     expect((await login("asm3@riverside-shelter.example", password)).statusCode).toBe(200);
 
-    const audit = await db.pool.query(`select action, actor_id from audit_event where object_type = 'partner' order by occurred_at, id`);
+    const audit = await h.db.pool.query(`select action, actor_id from audit_event where object_type = 'partner' order by occurred_at, id`);
     expect(audit.rows).toEqual([
       { action: "admin.partner.created", actor_id: ADMIN },
       { action: "admin.partner.password_rotated", actor_id: ADMIN },

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { as } from "../helpers/app.js";
-import { call, count, expectProblem, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, expectProblem, freshActor } from "../safety/helpers.js";
 
 let h: Harness;
 

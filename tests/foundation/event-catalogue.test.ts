@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventCatalogue, EventType, InvalidEventError, parseEventData } from "../../lib/events.js";
 import { recordEvent, recordEventBatch } from "../../lib/outbox.js";
 import { as } from "../helpers/app.js";
-import { call, createFoundReport, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, freshActor } from "../safety/helpers.js";
 
 let h: Harness;
 

@@ -1,13 +1,19 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { as, devEnv, TEST_STREAM } from "../helpers/app.js";
 import { relaysHeldBeforeMarkPublished } from "../helpers/db.js";
 import { ServiceProcess } from "../helpers/processes.js";
 import { eventually, readStream } from "../helpers/stream.js";
 import { freePort } from "../helpers/nats.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 
-const h = useTestApi();
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const lostReport = (i: number) => ({
   animal: { species: "dog", name: `Dog ${i}` },

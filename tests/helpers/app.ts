@@ -1,7 +1,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, RouteOptions } from "fastify";
 import { pino } from "pino";
 import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
 import { loadApiConfig, type ApiConfig, type Env } from "../../lib/config.js";
@@ -9,7 +9,8 @@ import { checkRoleSettings, createPool, type Pool } from "../../lib/db.js";
 import { buildMetricsServer } from "../../lib/health.js";
 import type { Logger } from "../../lib/logger.js";
 import { createMetricsRegistry } from "../../lib/metrics.js";
-import { buildApp } from "../../api/app.js";
+import { createObjectStorage, type ObjectStorage } from "../../lib/storage/index.js";
+import { buildApp, type BuildAppOptions } from "../../api/app.js";
 import { apiEnvThroughPgBouncer } from "./pgbouncer-route.js";
 import { checkPublicResponses } from "./privacy.js";
 
@@ -41,16 +42,26 @@ export interface TestApi {
   config: ApiConfig;
   pool: Pool;
   nc: NatsConnection;
+  /** The app's photo storage, made from the settings (the file's TEST_PHOTO_DIR unless they name another). */
+  storage: ObjectStorage;
   /** The API's metrics server (API_METRICS_ADDR in api/main.ts) on the app's registry, for inject(); buildTestApi makes it. */
   metrics?: FastifyInstance;
   close(): Promise<void>;
+}
+
+export interface TestApiOptions extends Pick<BuildAppOptions, "clock" | "tagPhotos"> {
+  logger?: Logger;
+  /** Sees every route as it is registered, besides the privacy checker. */
+  onRoute?: (route: RouteOptions) => void;
+  /** Routes of the test's own, added before the app is ready. */
+  addRoutes?: (app: FastifyInstance) => void;
 }
 
 /**
  * Builds the real app (app.ts) on a real pool and a real bus connection, for
  * inject(). Every public response it sends goes through the privacy checker.
  */
-export async function buildTestApi(env: Env, options: { clock?: () => number; logger?: Logger } = {}): Promise<TestApi> {
+export async function buildTestApi(env: Env, options: TestApiOptions = {}): Promise<TestApi> {
   // In the `pgbouncer` project, through a real pgbouncer in transaction pooling (tests/helpers/pgbouncer-route.ts).
   const config = loadApiConfig(await apiEnvThroughPgBouncer(env));
   const logger = options.logger ?? pino({ level: config.LOG_LEVEL });
@@ -67,7 +78,24 @@ export async function buildTestApi(env: Env, options: { clock?: () => number; lo
   });
   if (config.DATABASE_SESSION_SETTINGS === "role") await checkRoleSettings(pool, logger);
   const registry = createMetricsRegistry("api");
-  const app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, onRoute: checkPublicResponses, clock: options.clock, metrics: registry });
+  const { onRoute, addRoutes, clock, tagPhotos } = options;
+  const storage = createObjectStorage(config);
+  const app = await buildApp({
+    config,
+    pool,
+    js: busClient(nc),
+    wakeRelay: relayWaker(nc),
+    logger,
+    onRoute: (route) => {
+      onRoute?.(route);
+      checkPublicResponses(route);
+    },
+    metrics: registry,
+    clock,
+    storage,
+    tagPhotos,
+  });
+  addRoutes?.(app);
   await app.ready();
   const metrics = await buildMetricsServer(logger, registry);
   return {
@@ -75,9 +103,12 @@ export async function buildTestApi(env: Env, options: { clock?: () => number; lo
     config,
     pool,
     nc,
+    storage,
     metrics,
     async close() {
       await app.close();
+      // buildApp closes only a storage it made itself.
+      await storage.close();
       await metrics.close();
       await nc.close();
       await pool.end();

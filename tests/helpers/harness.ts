@@ -1,34 +1,51 @@
 import { afterAll, beforeAll } from "vitest";
 import type { Env } from "../../lib/config.js";
-import { buildTestApi, devEnv, type TestApi } from "./app.js";
+import { buildTestApi, devEnv, type TestApi, type TestApiOptions } from "./app.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 import { startTestBus, type TestBus } from "./nats.js";
 import { Stack } from "./stack.js";
 
+/** A test file's own database, nats-server and API. */
 export interface Harness {
   db: TestDatabase;
   bus: TestBus;
+  /** Built with buildTestApi: the privacy checker sees every public response. */
   api: TestApi;
+  close(): Promise<void>;
 }
 
 /**
- * The file's own database, nats-server and API (development settings, debug
- * bypass), built before its tests and torn down after. Read the fields inside
- * tests and hooks: they are set once beforeAll has run.
+ * The file's own database (a clone of the migrated template), nats-server and
+ * API with development settings and the debug bypass, `extra` on top. Start it
+ * in beforeAll (after any server whose address `extra` names) and close it in
+ * afterAll; more apps on the same database and bus: buildTestApi(devEnv(h.db.url, h.bus.url, …)).
  */
-export function useTestApi(extra: Env = {}): Harness {
-  const harness = {} as Harness;
-  beforeAll(async () => {
-    harness.db = await createTestDatabase();
-    harness.bus = await startTestBus();
-    harness.api = await buildTestApi(devEnv(harness.db.url, harness.bus.url, extra));
-  });
-  afterAll(async () => {
-    await harness.api?.close();
-    await harness.bus?.dispose();
-    await harness.db?.drop();
-  });
-  return harness;
+export async function startHarness(extra: Env = {}, options: TestApiOptions = {}): Promise<Harness> {
+  const { db, bus } = await databaseAndBus();
+  let api: TestApi;
+  try {
+    api = await buildTestApi(devEnv(db.url, bus.url, extra), options);
+  } catch (err) {
+    await Promise.all([bus.dispose(), db.drop()]);
+    throw err;
+  }
+  return {
+    db,
+    bus,
+    api,
+    async close() {
+      await api.close();
+      await Promise.all([bus.dispose(), db.drop()]);
+    },
+  };
+}
+
+/** The two do not depend on each other, so they are made side by side; a failure leaves neither behind. */
+async function databaseAndBus(): Promise<{ db: TestDatabase; bus: TestBus }> {
+  const [db, bus] = await Promise.allSettled([createTestDatabase(), startTestBus()]);
+  if (db.status === "fulfilled" && bus.status === "fulfilled") return { db: db.value, bus: bus.value };
+  await Promise.all([db.status === "fulfilled" && db.value.drop(), bus.status === "fulfilled" && bus.value.dispose()]);
+  throw db.status === "rejected" ? db.reason : (bus as PromiseRejectedResult).reason;
 }
 
 export interface StackHarness {
@@ -42,8 +59,7 @@ export interface StackHarness {
 export function useTestStack(extra: Env = {}): StackHarness {
   const harness = {} as StackHarness;
   beforeAll(async () => {
-    harness.db = await createTestDatabase();
-    harness.bus = await startTestBus();
+    ({ db: harness.db, bus: harness.bus } = await databaseAndBus());
     harness.stack = new Stack(harness.db.url, harness.bus.url, extra);
   });
   afterAll(async () => {

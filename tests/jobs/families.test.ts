@@ -20,7 +20,8 @@ import { as } from "../helpers/app.js";
 import { TestPushService } from "../helpers/push-service.js";
 import { eventually } from "../helpers/stream.js";
 import { startSmtpServer, type TestSmtpServer } from "../notifier/smtp.js";
-import { createFoundReport, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { createFoundReport, createLostReport, freshActor } from "../safety/helpers.js";
 
 /**
  * Each job family has slots of its own (jobs/families.ts): twenty pushes

@@ -2,7 +2,8 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMatcher } from "../../jobs/matching/matcher.js";
 import { as } from "../helpers/app.js";
-import { call, createFoundReport, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, freshActor } from "../safety/helpers.js";
 
 /**
  * The microchip reason of a match is the owner's to see. On the finder's side

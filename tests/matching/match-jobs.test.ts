@@ -5,7 +5,8 @@ import { recordEvents } from "../../notifier/consumer.js";
 import { eventReactions, reactionJobs } from "../../notifier/reactions.js";
 import { MATCH_SUBJECT_TASK } from "../../jobs/matching/task.js";
 import { as } from "../helpers/app.js";
-import { call, createFoundReport, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, freshActor } from "../safety/helpers.js";
 
 /**
  * The consumer queues a lost report's matching job only when the job has

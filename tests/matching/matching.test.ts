@@ -6,7 +6,8 @@ import { admin, as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { privacyRules } from "../helpers/privacy.js";
 import { eventually } from "../helpers/stream.js";
-import { call, createFoundReport, createLostReport, expectProblem, freshActor, moderate, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, expectProblem, freshActor, moderate } from "../safety/helpers.js";
 
 /**
  * Found animals are matched to lost ones: from the API writes, through the

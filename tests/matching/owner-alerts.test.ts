@@ -6,7 +6,8 @@ import { draftNotifications, MATCH_DIGEST_WINDOW_SECONDS, notificationHandlers }
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";
-import { call, createFoundReport, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, freshActor } from "../safety/helpers.js";
 
 /**
  * The lost report's owner is alerted at once only for a suggestion that stands

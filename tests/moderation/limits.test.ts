@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MODERATION_REPORTS_PER_HOUR } from "../../lib/buckets.js";
 import { as } from "../helpers/app.js";
-import { call, count, createLostReport, expectProblem, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createLostReport, expectProblem, freshActor } from "../safety/helpers.js";
 
 let h: Harness;
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { as } from "../helpers/app.js";
-import { call, count, createFoundReport, createLostReport, expectProblem, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createFoundReport, createLostReport, expectProblem, freshActor } from "../safety/helpers.js";
 
 let h: Harness;
 

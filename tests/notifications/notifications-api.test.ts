@@ -4,16 +4,16 @@ import { EventType } from "../../lib/events.js";
 import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
 import { deliveryLockKey, type Channel, type NotificationStatus } from "../../lib/notifications.js";
 import { insertNotification } from "../../lib/notification-rows.js";
-import { admin, as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
+import { admin, as, type TestApi } from "../helpers/app.js";
+import type { TestDatabase } from "../helpers/db.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { eventually } from "../helpers/stream.js";
 import { SmtpReply, startSmtpServer, type TestSmtpServer } from "../notifier/smtp.js";
 import { deliveryJobsFor, startDeliveryWorker } from "../notifier/support.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
 
+let h: Harness;
 let db: TestDatabase;
-let bus: TestBus;
 let api: TestApi;
 
 interface Seed {
@@ -71,15 +71,12 @@ async function collectPages(url: string, headers: Record<string, string>): Promi
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await startTestBus();
-  api = await buildTestApi(devEnv(db.url, bus.url));
+  h = await startHarness();
+  ({ db, api } = h);
 });
 
 afterAll(async () => {
-  await api?.close();
-  await bus?.dispose();
-  await db?.drop();
+  await h?.close();
 });
 
 describe("PUT /v1/me/notification-preferences chooses the email address and which kinds go by email", () => {

@@ -5,7 +5,8 @@ import { runReportLifetime } from "../../jobs/scheduled/report-lifetime.js";
 import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";
-import { call, count, createFoundReport, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createFoundReport, createLostReport, freshActor } from "../safety/helpers.js";
 import { animalWithTag, postTagForm, reportAnimalLost, scanIdOf } from "../tag/helpers.js";
 
 /**

@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { backoffMs, BACKOFF_CAP_MS, DELIVERY_ATTEMPTS } from "../../jobs/delivery/delivery.js";
+import { backoffMs, DELIVERY_ATTEMPTS } from "../../jobs/delivery/delivery.js";
 import { createPool, withTransaction, type Pool } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
@@ -178,8 +178,8 @@ describe("every attempt updates the row; the status is failed while retries rema
   });
 });
 
-describe("a transient failure is retried: 3 attempts, exponential backoff capped at 2 s, then dead_letter", () => {
-  it("a server answering 4xx to every attempt sees exactly 3 attempts, each gap at least the backoff and at most the cap plus slack", async () => {
+describe("a transient failure is retried: 3 attempts, exponential backoff, then dead_letter", () => {
+  it("a server answering 4xx to every attempt sees exactly 3 attempts, each at least the backoff after the one before", async () => {
     // What the server saw, not what the worker logged: the gaps include the real SMTP round trips.
     const seenAt: number[] = [];
     smtp = await startSmtpServer(async () => {
@@ -199,13 +199,9 @@ describe("a transient failure is retried: 3 attempts, exponential backoff capped
     expect(smtp.rcptAttempts).toHaveLength(DELIVERY_ATTEMPTS);
     expect(seenAt).toHaveLength(DELIVERY_ATTEMPTS);
 
-    // 1 s of slack above the cap covers a reconnect and the row update on a loaded machine.
-    const slackMs = 1_000;
+    // Never early; a loaded machine can only make a retry later. The cap itself: tests/notifier/rules.test.ts.
     const gaps = seenAt.slice(1).map((t, i) => t - seenAt[i]!);
-    gaps.forEach((gap, i) => {
-      expect(gap, `gap after attempt ${i + 1}`).toBeGreaterThanOrEqual(backoffMs(i + 1));
-      expect(gap, `gap after attempt ${i + 1}`).toBeLessThanOrEqual(BACKOFF_CAP_MS + slackMs);
-    });
+    gaps.forEach((gap, i) => expect(gap, `gap after attempt ${i + 1}`).toBeGreaterThanOrEqual(backoffMs(i + 1)));
   });
 });
 

@@ -76,13 +76,11 @@ describe("end to end: a contact message event reaches a notification row through
     await setPreference(db.pool, "e2e-email", "email", "owner@example.org");
     const client = await db.pool.connect();
     let ids: string[];
-    let committedAt = 0;
     try {
       await client.query("begin");
       const inApp = await recordEvent(client, EventType.ContactMessageReceived, contactMessageData("e2e-inapp", "Found your dog!"));
       const email = await recordEvent(client, EventType.ContactMessageReceived, contactMessageData("e2e-email"));
       await client.query("commit");
-      committedAt = Date.now();
       ids = [inApp.id, email.id];
     } finally {
       client.release();
@@ -91,8 +89,6 @@ describe("end to end: a contact message event reaches a notification row through
       const found = await notificationsFor(db.pool, ids);
       return found.length === 3 && found.every((r) => r.status === "sent" || r.status === "dead_letter") ? found : undefined;
     }, 10_000, 25);
-    // The issue's 2 s is a figure to report, not a timing assertion: a loaded CI machine must not fail the suite.
-    console.log(`[e2e] outbox commit → both notifications final in ${Date.now() - committedAt} ms (target 2,000 ms)`);
     const byKey = Object.fromEntries(rows.map((r) => [`${r.recipient_actor_id}/${r.channel}`, r]));
     expect(Object.keys(byKey).sort()).toEqual(["e2e-email/email", "e2e-email/in_app", "e2e-inapp/in_app"]);
     expect(byKey["e2e-inapp/in_app"]).toMatchObject({ status: "sent", source_event_id: ids[0] });
@@ -157,7 +153,8 @@ describe("the notifier rides out a NATS restart in the middle of consuming a bac
     const createdBeforeStop = (await notificationsFor(db.pool, ids)).length;
     expect(createdBeforeStop, "the stop must land mid-backlog").toBeLessThan(ids.length);
     await consumer.waitForLog((l) => l.msg === "bus: disconnect");
-    // Down for longer than a few reconnect attempts (500 ms apart) and a consume restart.
+    // Kept: the outage's length is the scenario, not a wait for something. Down for longer than a
+    // few reconnect attempts (500 ms apart), which leave no sign in the notifier's log.
     await new Promise((r) => setTimeout(r, 2_000));
     await bus.server.start();
     await consumer.waitForLog((l) => l.msg === "bus: reconnect");

@@ -1,7 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { as, devEnv } from "../helpers/app.js";
 import { sampleValue, scrape, scrapeApi } from "../helpers/exposition.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { freePort, waitForPort } from "../helpers/nats.js";
 import { ServiceProcess } from "../helpers/processes.js";
 
@@ -11,7 +11,13 @@ import { ServiceProcess } from "../helpers/processes.js";
  * so nobody on the internet reads the routes' traffic or the process's memory.
  * Its default address: tests/foundation/listen-defaults.test.ts.
  */
-const h = useTestApi();
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 describe("the API's metrics are served on the metrics server, not on the public app", () => {
   it("answers 404 problem+json for /metrics on the app, while the metrics server counts the app's requests", async () => {

@@ -2,9 +2,8 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUnsubscribeToken } from "../../lib/alert-unsubscribe.js";
 import { maskUrl, REDACTED } from "../../lib/logger.js";
-import { buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
+import type { TestApi } from "../helpers/app.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { call, freshActor } from "../safety/helpers.js";
 import { animalWithTag, postTagForm } from "../tag/helpers.js";
 
@@ -13,21 +12,17 @@ import { animalWithTag, postTagForm } from "../tag/helpers.js";
  * bearer secrets: the API's request log lines carry them masked. The app logs
  * into a stream here, at info, as api/main.ts's logger does to stdout.
  */
-let db: TestDatabase;
-let bus: TestBus;
+let h: Harness;
 let api: TestApi;
 const lines: string[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await startTestBus();
   const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(line) });
-  api = await buildTestApi(devEnv(db.url, bus.url, { LOG_LEVEL: "info" }), { logger });
+  h = await startHarness({ LOG_LEVEL: "info" }, { logger });
+  api = h.api;
 });
 afterAll(async () => {
-  await api?.close();
-  await bus?.dispose();
-  await db?.drop();
+  await h?.close();
 });
 
 /** The log lines written while `run` ran, parsed. */

@@ -50,7 +50,6 @@ describe("one event can be followed across the three processes by its id", () =>
     expect(report.status).toBe(201);
     const { id: reportId } = (await report.json()) as { id: string };
 
-    const sent = Date.now();
     const res = await fetch(`${stack.baseUrl}/v1/safety/lost-reports/${reportId}/relay-message`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -75,7 +74,6 @@ describe("one event can be followed across the three processes by its id", () =>
       );
       return found.length === 2 && found.every((r) => r.status === "sent") ? found : undefined;
     });
-    console.log(`[tracing] relay-message POST → email sent in ${Date.now() - sent} ms`);
     expect(rows).toEqual([
       { status: "sent", channel: "email", recipient_actor_id: "trace-owner" },
       { status: "sent", channel: "in_app", recipient_actor_id: "trace-owner" },

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { admin, as } from "../helpers/app.js";
-import { call, createFoundReport, createLostReport, expectProblem, freshActor, moderate, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, expectProblem, freshActor, moderate } from "../safety/helpers.js";
 import { animalWithTag, reportAnimalLost } from "../tag/helpers.js";
 
 const TTL_DAYS = 12;

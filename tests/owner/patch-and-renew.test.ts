@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { coarsen } from "../../lib/geo.js";
 import { admin, as } from "../helpers/app.js";
-import { call, createFoundReport, createLostReport, expectProblem, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, expectProblem, freshActor } from "../safety/helpers.js";
 
 let h: Harness;
 beforeAll(async () => {

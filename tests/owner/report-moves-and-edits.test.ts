@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { as } from "../helpers/app.js";
 import { offset } from "../alerts/helpers.js";
-import { call, createFoundReport, createLostReport, expectProblem, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, expectProblem, freshActor } from "../safety/helpers.js";
 
 /**
  * A report cannot be walked across the map: a PATCH may put it at most

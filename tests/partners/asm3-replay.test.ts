@@ -11,7 +11,8 @@ import type { DeliverableNotification } from "../../jobs/delivery/store.js";
 import { as, TEST_PHOTO_DIR } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";
-import { call, lostReportBody, type Harness } from "../safety/helpers.js";
+import { type Harness } from "../helpers/harness.js";
+import { call, lostReportBody } from "../safety/helpers.js";
 import { API_KEY, createPartner, startPartnerHarness, type TestPartner } from "./support.js";
 import { mappedResolver, PHOTO_HOST, startHttpsServer, testCertificate, type TestServer } from "./servers.js";
 

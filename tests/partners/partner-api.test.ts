@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin } from "../helpers/app.js";
-import { call, expectProblem, type Harness } from "../safety/helpers.js";
+import { type Harness } from "../helpers/harness.js";
+import { call, expectProblem } from "../safety/helpers.js";
 import { API_KEY, asm3Animal, createPartner, login, OTHER_KEY, partnerBody, partnerCall, publish, startPartnerHarness, type TestPartner } from "./support.js";
 
 let h: Harness;

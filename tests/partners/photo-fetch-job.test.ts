@@ -8,7 +8,8 @@ import { startPhotoWorker } from "../../jobs/photos/worker.js";
 import { TEST_PHOTO_DIR } from "../helpers/app.js";
 import { eventually } from "../helpers/stream.js";
 import { TRICKLE_EVERY_MS, trickleBody } from "../helpers/trickle.js";
-import { expectProblem, type Harness } from "../safety/helpers.js";
+import { type Harness } from "../helpers/harness.js";
+import { expectProblem } from "../safety/helpers.js";
 import { asm3Animal, createPartner, login, partnerCall, publish, startPartnerHarness } from "./support.js";
 import { mappedResolver, PHOTO_HOST, startHttpServer, startHttpsServer, testCertificate, type TestServer } from "./servers.js";
 

@@ -173,14 +173,12 @@ describe("refused", () => {
 
   it("a server that stalls, after its headers or before them: cut off at the time limit", async () => {
     const options = { resolve: mappedResolver({ [PHOTO_HOST]: "127.0.0.1" }), allowHosts: [PHOTO_HOST], ca: testCertificate().cert, timeoutMs: 1_000 };
-    const started = performance.now();
     const body = await refusal(safeFetch(httpsUrl("/stall"), options));
     expect(body.reason).toBe("timeout");
     expect(body.message).toMatch(/did not arrive within 1 s/);
     const headers = await refusal(safeFetch(`http://${PHOTO_HOST}:${plain.port}/stall-headers`, { ...options }));
     expect(headers.reason).toBe("timeout");
-    // Cut off, not left hanging: both together well under the 10 s default.
-    expect(performance.now() - started).toBeLessThan(8_000);
+    expect(headers.message).toMatch(/did not arrive within 1 s/);
   });
 
   it("a server that sends the photo one byte every 3 s: cut at the total deadline, though it is never quiet for long", async () => {

@@ -1,7 +1,8 @@
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { expect } from "vitest";
 import { admin } from "../helpers/app.js";
-import { call, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call } from "../safety/helpers.js";
 
 /** Shelter partners: a harness with integration keys, partners made through the admin API, and calls as ASM3 makes them. */
 

@@ -1,7 +1,8 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { viaPgBouncer } from "../helpers/pgbouncer-route.js";
-import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createLostReport, freshActor } from "../safety/helpers.js";
 
 // Only in the `pgbouncer` project (vitest.config.ts): it checks the routing that the route files there rely on.
 let h: Harness;

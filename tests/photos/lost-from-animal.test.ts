@@ -2,7 +2,8 @@ import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalObjectStorage } from "../../lib/storage/index.js";
 import { as, TEST_PHOTO_DIR } from "../helpers/app.js";
-import { call, freshActor, moderate, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, freshActor, moderate } from "../safety/helpers.js";
 import { reportAnimalLost } from "../tag/helpers.js";
 import { localObjectCount, photoJobsNow, smallJpeg, upload } from "./support.js";
 

@@ -7,7 +7,8 @@ import { loadSide } from "../../jobs/matching/store.js";
 import { as, TEST_PHOTO_DIR } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";
-import { call, createFoundReport, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, freshActor } from "../safety/helpers.js";
 import { phoneJpeg, untilStatus, upload } from "./support.js";
 
 /**

@@ -8,7 +8,8 @@ import { createPhotoProcessor } from "../../jobs/photos/process.js";
 import { as, devEnv } from "../helpers/app.js";
 import { startS3Server, type TestS3Server } from "../helpers/s3-server.js";
 import { eventually } from "../helpers/stream.js";
-import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createLostReport, freshActor } from "../safety/helpers.js";
 import { decompressionBombPng } from "./bomb.js";
 import {
   expectProblemOf,

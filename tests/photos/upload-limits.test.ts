@@ -6,7 +6,8 @@ import { as, devEnv, TEST_PHOTO_DIR } from "../helpers/app.js";
 import { startPartialUpload, type PartialAnswer } from "../helpers/partial-upload.js";
 import { scrapeApi } from "../helpers/exposition.js";
 import { eventually } from "../helpers/stream.js";
-import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createLostReport, freshActor } from "../safety/helpers.js";
 import {
   closeServed,
   expectProblemOf,

@@ -7,7 +7,8 @@ import type { SupervisedWorker } from "../../lib/worker.js";
 import { as, buildTestApi, devEnv, TEST_PHOTO_DIR } from "../helpers/app.js";
 import { privacyRules } from "../helpers/privacy.js";
 import { eventually } from "../helpers/stream.js";
-import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createLostReport, freshActor } from "../safety/helpers.js";
 import { decompressionBombPng } from "./bomb.js";
 import {
   expectProblemOf,

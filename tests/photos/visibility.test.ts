@@ -3,7 +3,8 @@ import { deflateSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalObjectStorage } from "../../lib/storage/index.js";
 import { admin, as, buildTestApi, devEnv, TEST_PHOTO_DIR } from "../helpers/app.js";
-import { call, createFoundReport, createLostReport, freshActor, moderate, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, freshActor, moderate } from "../safety/helpers.js";
 import { expectProblemOf, localObjectCount, photoJobsNow, photoStatus, scene, smallJpeg, upload } from "./support.js";
 
 /**

@@ -1,7 +1,13 @@
-import { describe, expect, it } from "vitest";
-import { useTestApi } from "../helpers/harness.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startHarness, type Harness } from "../helpers/harness.js";
 
-const h = useTestApi({ API_CORS_ORIGINS: "https://app.example" });
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ API_CORS_ORIGINS: "https://app.example" });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 describe("browsers may call the API only from the origins in API_CORS_ORIGINS", () => {
   it("answers a preflight from a listed origin without asking for a credential", async () => {

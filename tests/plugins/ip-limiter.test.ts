@@ -2,7 +2,9 @@ import type { InjectOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IP_BURST, IP_RATE_PER_SECOND, TokenBuckets } from "../../api/plugins/ip-limiter.js";
 import { as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { count, freshIp, lostReportBody, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { eventually } from "../helpers/stream.js";
+import { count, freshIp, lostReportBody } from "../safety/helpers.js";
 
 let h: Harness;
 /** An API whose limiter reads `clock.ms`: time only moves when a test moves it. */
@@ -68,13 +70,13 @@ describe("the per-IP token bucket allows 20 requests per second with a burst of 
     expect(other.statuses).toEqual(Array(10).fill(200));
   });
 
-  it("runs on the process's monotonic clock: an emptied bucket serves again a second later", async () => {
+  it("runs on the process's monotonic clock: an emptied bucket serves again as time passes", async () => {
     const ip = freshIp();
     const emptied = await burst(h.api, 100, { ip });
     expect(emptied.statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(IP_BURST);
     expect(emptied.statuses).toContain(429);
-    await new Promise((r) => setTimeout(r, 1_100));
-    expect((await burst(h.api, 1, { ip })).statuses).toEqual([200]);
+    // A refused request takes no token, so asking until one is served only waits for the refill.
+    await eventually(async () => ((await burst(h.api, 1, { ip })).statuses[0] === 200 ? true : undefined));
   });
 
   it("refills at 20 tokens per second up to 40 (bucket arithmetic on an injected clock)", () => {

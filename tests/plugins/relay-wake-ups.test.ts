@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { OUTBOX_WAKE_SUBJECT } from "../../lib/outbox.js";
 import { as } from "../helpers/app.js";
-import { call, count, createLostReport, expectProblem, freshActor, lostReportBody, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createLostReport, expectProblem, freshActor, lostReportBody } from "../safety/helpers.js";
 import { animalWithTag } from "../tag/helpers.js";
 
 // Nothing in Postgres wakes the relay: the API publishes a wake-up on the bus after each write.

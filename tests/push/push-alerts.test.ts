@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDigest } from "../../jobs/scheduled/alerts-digest.js";
 import { runFanoutBatch } from "../../jobs/fanout/fanout.js";
 import { as } from "../helpers/app.js";
-import { call, createLostReport, freshActor, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createLostReport, freshActor } from "../safety/helpers.js";
 import { dayAfter, fanoutRow, offset, startTestFanout, subscribe, utcToday } from "../alerts/helpers.js";
 
 /**

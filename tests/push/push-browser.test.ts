@@ -1,16 +1,8 @@
 import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
-import { pino } from "pino";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../api/app.js";
 import { catalogues } from "../../api/tag/i18n/index.js";
-import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
-import { loadApiConfig } from "../../lib/config.js";
-import { createPool, type Pool } from "../../lib/db.js";
-import { devEnv, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { freshActor } from "../safety/helpers.js";
 import { launchChromium, type Browser } from "../console/browser.js";
 import { animalWithTag, reportAnimalLost } from "../tag/helpers.js";
@@ -27,28 +19,17 @@ import { animalWithTag, reportAnimalLost } from "../tag/helpers.js";
 const VAPID_PUBLIC_KEY = "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg";
 const m = catalogues.en;
 
-let db: TestDatabase;
-let bus: TestBus;
-let nc: NatsConnection;
-let pool: Pool;
-let app: FastifyInstance;
+let h: Harness;
 let baseUrl: string;
 let browser: Browser;
 let pages: { tag: string; share: string };
 
 beforeAll(async () => {
   browser = await launchChromium();
-  db = await createTestDatabase();
-  bus = await startTestBus();
-  const config = loadApiConfig(devEnv(db.url, bus.url, { VAPID_PUBLIC_KEY }));
-  const logger = pino({ level: config.LOG_LEVEL });
-  nc = await connectBus(config.NATS_URL, "push-browser-test", logger);
-  await ensureStream(nc, config.NATS_STREAM);
-  pool = createPool({ connectionString: config.DATABASE_URL, max: 4, applicationName: "push-browser-test", logger });
-  app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const api: TestApi = { app, config, pool, nc, close: async () => undefined };
+  h = await startHarness({ VAPID_PUBLIC_KEY });
+  const { api } = h;
+  await api.app.listen({ port: 0, host: "127.0.0.1" });
+  baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
 
   const owner = freshActor("owner");
   const tag = await animalWithTag(api, owner, { name: "Rex", species: "dog", breed: "Beagle", colors: ["brown"] });
@@ -58,11 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await app?.close();
-  await nc?.close();
-  await pool?.end();
-  await bus?.dispose();
-  await db?.drop();
+  await h?.close();
 });
 
 async function open(path: string, options: { withoutPushManager?: boolean; javascript?: boolean } = {}): Promise<{ page: Page; cspViolations: string[] }> {

@@ -11,7 +11,7 @@ import { buildDeliverers } from "../../jobs/delivery/deliverers/index.js";
 import { MAX_PUSH_PAYLOAD_BYTES, PUSH_TTL_SECONDS } from "../../jobs/delivery/deliverers/push.js";
 import { channelsFor, emailPreferences, insertNotification } from "../../lib/notification-rows.js";
 import { as } from "../helpers/app.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { TestPushService, type TestSubscription } from "../helpers/push-service.js";
 import { eventually } from "../helpers/stream.js";
 import { startDeliveryWorker } from "../notifier/support.js";
@@ -26,7 +26,13 @@ import { notifyByPush, pushRow, settledPush } from "./support.js";
 
 const vapid = webpush.generateVAPIDKeys();
 const PUBLIC_BASE = "https://pets.test.example";
-const h = useTestApi({ VAPID_PUBLIC_KEY: vapid.publicKey, PUSH_ENDPOINT_ALLOW: "127.0.0.1" });
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ VAPID_PUBLIC_KEY: vapid.publicKey, PUSH_ENDPOINT_ALLOW: "127.0.0.1" });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 let push: TestPushService;
 let runner: SupervisedWorker | null = null;

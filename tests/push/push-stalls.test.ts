@@ -8,7 +8,7 @@ import { inAppDeliverer } from "../../jobs/delivery/deliverers/in-app.js";
 import { registerOriginPauseMetrics } from "../../jobs/delivery/deliverers/origin-pause.js";
 import { createPushDeliverer } from "../../jobs/delivery/deliverers/push.js";
 import { as } from "../helpers/app.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { freePort } from "../helpers/nats.js";
 import { TestPushService, type TestSubscription } from "../helpers/push-service.js";
 import { eventually } from "../helpers/stream.js";
@@ -35,7 +35,13 @@ const REBOUND_HOST = "push.rebound.example";
 const DEADLINE_MS = 4_000;
 const PAUSE_MS = 6_000;
 
-const h = useTestApi({ VAPID_PUBLIC_KEY: vapid.publicKey, PUSH_ENDPOINT_ALLOW: "127.0.0.1" });
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ VAPID_PUBLIC_KEY: vapid.publicKey, PUSH_ENDPOINT_ALLOW: "127.0.0.1" });
+});
+afterAll(async () => {
+  await h?.close();
+});
 const resolver = mappedResolver({ [NAMED_HOST]: "127.0.0.1", [REBOUND_HOST]: "127.0.0.1" });
 let stalling: TestPushService;
 let slow: TestPushService;

@@ -1,13 +1,19 @@
 import { createECDH, randomBytes } from "node:crypto";
 import webpush from "web-push";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointProblem, MAX_PUSH_SUBSCRIPTIONS_PER_ACTOR } from "../../lib/push.js";
 import { as } from "../helpers/app.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { expectProblem } from "../safety/helpers.js";
 
 const vapid = webpush.generateVAPIDKeys();
-const h = useTestApi({ VAPID_PUBLIC_KEY: vapid.publicKey, PUSH_ENDPOINT_ALLOW: "push.test" });
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ VAPID_PUBLIC_KEY: vapid.publicKey, PUSH_ENDPOINT_ALLOW: "push.test" });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 /** What a browser's PushSubscription.toJSON() gives, on an https push service. */
 function browserSubscription(endpoint = `https://push.example.com/send/${randomBytes(8).toString("hex")}`) {

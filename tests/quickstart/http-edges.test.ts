@@ -1,27 +1,22 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tidyComponents } from "../../api/plugins/openapi.js";
-import { as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
+import { as, type TestApi } from "../helpers/app.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 
-let db: TestDatabase;
-let bus: TestBus;
+let h: Harness;
 let api: TestApi;
 let port: number;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  bus = await startTestBus();
-  api = await buildTestApi(devEnv(db.url, bus.url));
+  h = await startHarness();
+  api = h.api;
   await api.app.listen({ host: "127.0.0.1", port: 0 });
   port = (api.app.server.address() as { port: number }).port;
 });
 
 afterAll(async () => {
-  await api?.close();
-  await bus?.dispose();
-  await db?.drop();
+  await h?.close();
 });
 
 /** Sends raw bytes and reads until the server closes the connection. */

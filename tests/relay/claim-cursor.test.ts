@@ -1,11 +1,11 @@
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busClient } from "../../lib/bus.js";
 import { EventType } from "../../lib/events.js";
 import { claimSql, markPublishedSql } from "../../lib/outbox.js";
 import { OutboxRelay } from "../../relay/outbox-relay.js";
 import { TEST_STREAM } from "../helpers/app.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { readStream } from "../helpers/stream.js";
 
 /**
@@ -13,7 +13,13 @@ import { readStream } from "../helpers/stream.js";
  * it does not walk the index entries that the rows published before it left
  * behind; a row it passes over is taken by the next drain.
  */
-const h = useTestApi();
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const relay = () =>
   new OutboxRelay({ pool: h.db.pool, js: busClient(h.api.nc), logger: pino({ level: "silent" }), publishTimeoutMs: 5_000, retryIntervalMs: 200, lanes: 4 });

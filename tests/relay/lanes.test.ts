@@ -1,13 +1,19 @@
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busClient } from "../../lib/bus.js";
 import { EventType } from "../../lib/events.js";
 import { OutboxRelay, type BatchResult } from "../../relay/outbox-relay.js";
 import { TEST_STREAM } from "../helpers/app.js";
-import { useTestApi } from "../helpers/harness.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { readStream } from "../helpers/stream.js";
 
-const h = useTestApi();
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 /** The real relay, counting the batches it has in flight at once. */
 class CountingRelay extends OutboxRelay {

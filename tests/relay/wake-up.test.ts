@@ -12,9 +12,11 @@ import { eventually } from "../helpers/stream.js";
 /**
  * The relay is woken one way: a writer publishes on `outbox.wake` after its
  * commit (the API, the notifier's jobs). Its poll is the safety net. With the
- * poll a minute away, only a wake-up can publish a row within seconds.
+ * poll a minute away, only a wake-up can publish a row well before it:
+ * WAIT_MS is a deadline to wait on, not a speed to meet.
  */
 const POLL_MS = 60_000;
+const WAIT_MS = 20_000;
 const h = useTestStack({ RELAY_POLL_INTERVAL_MS: String(POLL_MS) });
 
 let nc: NatsConnection;
@@ -31,31 +33,25 @@ afterAll(async () => {
   await otherBus?.dispose();
 });
 
-interface Published {
-  id: string;
-  /** When the stream stored the event. */
-  storedAt: number;
-  /** From the outbox row's occurred_at (its transaction's start) to the stream's store time. */
-  ms: number;
-}
-
-/** Waits for the outbox row of `type` whose payload has `key` = `value` to be published; times it against the stream. */
-async function published(type: EventType, key: string, value: string, timeoutMs: number): Promise<Published> {
+/** Waits for the outbox row of `type` whose payload has `key` = `value` to be published, and checks the stream holds it. */
+async function published(type: EventType, key: string, value: string, timeoutMs: number): Promise<void> {
   const row = await eventually(async () => {
-    const { rows } = await h.db.pool.query<{ id: string; occurredAt: Date }>(
-      `select id, occurred_at as "occurredAt" from outbox_event where type = $1 and payload->>$2 = $3 and published_at is not null`,
+    const { rows } = await h.db.pool.query<{ id: string }>(
+      `select id from outbox_event where type = $1 and payload->>$2 = $3 and published_at is not null`,
       [type, key, value],
     );
     return rows[0];
   }, timeoutMs, 20);
   const stored = await jsm.streams.getMessage(TEST_STREAM, { last_by_subj: type });
   expect(stored?.header.get("Nats-Msg-Id")).toBe(row.id);
-  return { id: row.id, storedAt: stored!.time.getTime(), ms: stored!.time.getTime() - row.occurredAt.getTime() };
 }
 
 /** An outbox row committed as an operator task commits one: with no wake-up. */
-async function insertQuietly(): Promise<string> {
-  const { rows } = await h.db.pool.query<{ id: string }>(`insert into outbox_event (type) values ($1) returning id`, [EventType.AnimalLostReported]);
+async function insertQuietly(payload: Record<string, string> = {}): Promise<string> {
+  const { rows } = await h.db.pool.query<{ id: string }>(`insert into outbox_event (type, payload) values ($1, $2) returning id`, [
+    EventType.AnimalLostReported,
+    payload,
+  ]);
   return rows[0]!.id;
 }
 
@@ -87,20 +83,19 @@ let relay: ServiceProcess;
 
 describe("writers wake the relay over the bus after their commits", () => {
   it("leaves a row committed without a wake-up for the poll, and publishes a report the API created well within it", async () => {
+    // Published by the relay's first drain, at its start: once it is, that drain is over.
+    const first = await insertQuietly({ marker: "first drain" });
     relay = await h.stack.start("relay");
-    await relay.waitForLog((l) => l.msg === "relay: started");
-    // Started after the relay's first drain, which finds the outbox empty.
-    await h.stack.start("api");
-    // Committed with no wake-up, as an operator task commits: nothing in Postgres wakes the relay.
+    await eventually(async () => ((await isPublished(first)) ? true : undefined), WAIT_MS);
+    // Committed with no wake-up, as an operator task commits: nothing in Postgres wakes the relay,
+    // for as long as the API takes to start (the window this check needs, and no extra wait).
     const quiet = await insertQuietly();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await h.stack.start("api");
     expect(await isPublished(quiet)).toBe(false);
 
     const created = await createLostReport(h.stack.baseUrl, "bus-wake");
     expect(created.status).toBe(201);
-    const { ms } = await published(EventType.AnimalLostReported, "reportId", created.id!, 5_000);
-    console.log(`commit→stream, an API write woken over the bus: ${ms} ms (poll ${POLL_MS} ms)`);
-    expect(ms).toBeLessThan(3_000);
+    await published(EventType.AnimalLostReported, "reportId", created.id!, WAIT_MS);
     // The drain the API's wake-up started took the quiet row along.
     expect(await isPublished(quiet)).toBe(true);
   });
@@ -125,12 +120,9 @@ describe("writers wake the relay over the bus after their commits", () => {
       location: { lat: at.lat + 1 / 111, lon: at.lon },
       description: "friendly, notched ear",
     });
-    const { storedAt } = await published(EventType.MatchSuggested, "lostReportId", lostId, 10_000);
+    await published(EventType.MatchSuggested, "lostReportId", lostId, WAIT_MS);
     // The job logs this line right after its commit and its wake-up.
-    const matched = await notifier.waitForLog((l) => l.msg === "matching: subject matched" && (l.suggested as number) > 0);
-    const ms = storedAt - (matched.time as number);
-    console.log(`commit→stream, a match suggestion the notifier recorded: ${ms} ms after the job's log line (poll ${POLL_MS} ms)`);
-    expect(ms).toBeLessThan(3_000);
+    await notifier.waitForLog((l) => l.msg === "matching: subject matched" && (l.suggested as number) > 0);
     await retire(notifier);
   });
 });
@@ -145,12 +137,10 @@ describe("the relay's poll publishes what no wake-up announced", () => {
     await relay.waitForLog((l) => l.msg === "relay: started");
     const created = await createLostReport(h.stack.baseUrl, "lost-wake");
     expect(created.status).toBe(201);
-    const { ms } = await published(EventType.AnimalLostReported, "reportId", created.id!, 5_000);
-    console.log(`commit→stream, an API write whose wake-up was lost: ${ms} ms (poll 1000 ms)`);
-    expect(ms).toBeLessThan(3_000);
+    await published(EventType.AnimalLostReported, "reportId", created.id!, WAIT_MS);
     // And a row committed with no wake-up at all, as an operator task commits one.
     const quiet = await insertQuietly();
-    await eventually(async () => ((await isPublished(quiet)) ? true : undefined), 3_000, 20);
+    await eventually(async () => ((await isPublished(quiet)) ? true : undefined), WAIT_MS, 20);
     expect(relay.child.exitCode).toBeNull();
   });
 });

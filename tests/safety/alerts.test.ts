@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CELL_DEGREES_LAT, coarsen, type LatLon } from "../../lib/geo.js";
 import { alertsSqlFor, alertsValues } from "../../api/safety/alerts/store.js";
 import { as } from "../helpers/app.js";
-import { call, createFoundReport, createLostReport, expectProblem, freshActor, moderate, startHarness, type Harness } from "./helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, expectProblem, freshActor, moderate } from "./helpers.js";
 
 let h: Harness;
 

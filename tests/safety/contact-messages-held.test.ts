@@ -10,7 +10,8 @@ import { as } from "../helpers/app.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";
 import { consumerInfo } from "../notifier/support.js";
-import { call, count, createLostReport, expectProblem, freshActor, startHarness, type Harness } from "./helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createLostReport, expectProblem, freshActor } from "./helpers.js";
 
 /**
  * Nobody can silence a report: each sender's daily cap on a report is their

@@ -4,7 +4,8 @@ import { as, buildTestApi, devEnv, TEST_STREAM, type TestApi } from "../helpers/
 import { freePort } from "../helpers/nats.js";
 import { ServiceProcess } from "../helpers/processes.js";
 import { eventually, readStream } from "../helpers/stream.js";
-import { call, count, createFoundReport, createLostReport, expectProblem, freshActor, freshIp, moderate, startHarness, type Harness } from "./helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createFoundReport, createLostReport, expectProblem, freshActor, freshIp, moderate } from "./helpers.js";
 
 let h: Harness;
 
@@ -57,8 +58,10 @@ describe("POST relay-message takes no auth, stores the message and emits the eve
       devEnv(h.db.url, h.bus.url, { RELAY_HEALTH_ADDR: `127.0.0.1:${await freePort()}`, LOG_LEVEL: "info" }),
     );
     try {
-      const message = await eventually(async () =>
-        (await readStream(h.api.nc, TEST_STREAM)).find((m) => m.body.data.relayMessageId === res.json().id),
+      // The relay's start is part of the wait: a deadline for a loaded machine.
+      const message = await eventually(
+        async () => (await readStream(h.api.nc, TEST_STREAM)).find((m) => m.body.data.relayMessageId === res.json().id),
+        30_000,
       );
       expect(message.subject).toBe(EventType.ContactMessageReceived);
       expect(message.body.data).toMatchObject({ lostReportId: id, message: body.message, fromContact: body.fromContact });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuditAction } from "../../lib/audit.js";
 import { as } from "../helpers/app.js";
-import { call, count, createLostReport, expectProblem, freshActor, startHarness, type Harness } from "./helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createLostReport, expectProblem, freshActor } from "./helpers.js";
 
 let h: Harness;
 

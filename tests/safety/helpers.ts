@@ -1,36 +1,10 @@
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { expect } from "vitest";
 import type { ModerationTargetType } from "../../lib/moderation.js";
-import { buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
+import type { TestApi } from "../helpers/app.js";
+import type { TestDatabase } from "../helpers/db.js";
 
-/**
- * Shared set-up for the safety, emergency and moderation test files: one
- * database, one bus and one app per file.
- */
-export interface Harness {
-  db: TestDatabase;
-  bus: TestBus;
-  api: TestApi;
-  close(): Promise<void>;
-}
-
-export async function startHarness(extraEnv: Record<string, string> = {}): Promise<Harness> {
-  const db = await createTestDatabase();
-  const bus = await startTestBus();
-  const api = await buildTestApi(devEnv(db.url, bus.url, extraEnv));
-  return {
-    db,
-    bus,
-    api,
-    async close() {
-      await api.close();
-      await bus.dispose();
-      await db.drop();
-    },
-  };
-}
+/** Requests and records the safety, emergency and moderation test files share (their harness: tests/helpers/harness.ts). */
 
 let ipCounter = 0;
 

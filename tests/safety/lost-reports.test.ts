@@ -3,19 +3,8 @@ import { AuditAction } from "../../lib/audit.js";
 import { EventType } from "../../lib/events.js";
 import { coarsen } from "../../lib/geo.js";
 import { admin, as, buildTestApi, devEnv } from "../helpers/app.js";
-import {
-  call,
-  count,
-  createFoundReport,
-  createLostReport,
-  expectProblem,
-  foundReportBody,
-  freshActor,
-  lostReportBody,
-  moderate,
-  startHarness,
-  type Harness,
-} from "./helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createFoundReport, createLostReport, expectProblem, foundReportBody, freshActor, lostReportBody, moderate } from "./helpers.js";
 
 let h: Harness;
 

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SIGHTINGS_PER_HOUR } from "../../lib/buckets.js";
 import { EventType } from "../../lib/events.js";
 import { admin, as } from "../helpers/app.js";
-import { call, count, createLostReport, expectProblem, freshActor, startHarness, type Harness } from "./helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createLostReport, expectProblem, freshActor } from "./helpers.js";
 
 /** The abuse limits on sightings: a per-actor hourly limit, and notes shown only once the owner or a moderator saw them. */
 let h: Harness;

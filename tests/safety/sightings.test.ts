@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
 import { coarsen } from "../../lib/geo.js";
 import { admin, as } from "../helpers/app.js";
-import { call, count, createLostReport, expectProblem, freshActor, moderate, startHarness, type Harness } from "./helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createLostReport, expectProblem, freshActor, moderate } from "./helpers.js";
 
 let h: Harness;
 

@@ -8,7 +8,8 @@ import { LocalObjectStorage } from "../../lib/storage/index.js";
 import { as, TEST_PHOTO_DIR } from "../helpers/app.js";
 import { PrivacyRules } from "../helpers/privacy.js";
 import { phoneJpeg, photoJobsNow, upload } from "../photos/support.js";
-import { call, createFoundReport, createLostReport, expectProblem, freshActor, lostReportBody, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, createFoundReport, createLostReport, expectProblem, freshActor, lostReportBody } from "../safety/helpers.js";
 import { shortCodeOf } from "./helpers.js";
 
 /**

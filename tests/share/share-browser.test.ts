@@ -9,7 +9,8 @@ import { LocalObjectStorage } from "../../lib/storage/index.js";
 import { TEST_PHOTO_DIR } from "../helpers/app.js";
 import { launchChromium, type Browser } from "../console/browser.js";
 import { phoneJpeg, photoJobsNow, upload } from "../photos/support.js";
-import { createLostReport, freshActor, lostReportBody, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { createLostReport, freshActor, lostReportBody } from "../safety/helpers.js";
 
 /**
  * The share page in Debian's Chromium against the real API on a real port:

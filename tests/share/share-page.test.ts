@@ -8,7 +8,8 @@ import { shareViewOf } from "../../api/share/view.js";
 import { coarsen, round } from "../../lib/geo.js";
 import { as } from "../helpers/app.js";
 import { PrivacyRules } from "../helpers/privacy.js";
-import { call, count, createFoundReport, createLostReport, expectProblem, freshActor, lostReportBody, moderate, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, createFoundReport, createLostReport, expectProblem, freshActor, lostReportBody, moderate } from "../safety/helpers.js";
 import { browse, postShareForm, shortCodeOf } from "./helpers.js";
 
 /**

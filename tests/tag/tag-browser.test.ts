@@ -2,20 +2,13 @@ import { mkdirSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
-import type { FastifyInstance } from "fastify";
-import { pino } from "pino";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../api/app.js";
 import { catalogues, type Language } from "../../api/tag/i18n/index.js";
-import { busClient, connectBus, ensureStream, relayWaker, type NatsConnection } from "../../lib/bus.js";
-import { loadApiConfig } from "../../lib/config.js";
 import { coarsen } from "../../lib/geo.js";
-import { createPool, type Pool } from "../../lib/db.js";
 import { consoleBundleDir } from "../../api/console/routes.js";
-import { devEnv, type TestApi } from "../helpers/app.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestBus, type TestBus } from "../helpers/nats.js";
+import type { TestApi } from "../helpers/app.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 import { freshActor } from "../safety/helpers.js";
 import { launchChromium, type Browser } from "../console/browser.js";
 import { animalWithTag, reportAnimalLost } from "./helpers.js";
@@ -28,11 +21,7 @@ import { animalWithTag, reportAnimalLost } from "./helpers.js";
 const THUMB_URL = "/test-photos/rex-thumb.webp";
 const WEIGHT_LIMIT = 100 * 1024;
 
-let db: TestDatabase;
-let bus: TestBus;
-let nc: NatsConnection;
-let pool: Pool;
-let app: FastifyInstance;
+let h: Harness;
 let api: TestApi;
 let baseUrl: string;
 let browser: Browser;
@@ -79,21 +68,20 @@ beforeAll(async () => {
   thumb = await drawThumb(blank);
   await blank.close();
 
-  db = await createTestDatabase();
-  bus = await startTestBus();
-  const config = loadApiConfig(devEnv(db.url, bus.url));
-  const logger = pino({ level: config.LOG_LEVEL });
-  nc = await connectBus(config.NATS_URL, "tag-browser-test", logger);
-  await ensureStream(nc, config.NATS_STREAM);
-  pool = createPool({ connectionString: config.DATABASE_URL, max: 4, applicationName: "tag-browser-test", logger });
-  // The photo slot's source until animal photos exist is empty; here it gives one same-origin thumb.
-  app = await buildApp({ config, pool, js: busClient(nc), wakeRelay: relayWaker(nc), logger, tagPhotos: async () => [THUMB_URL] });
-  app.get(THUMB_URL, { config: { auth: "public" }, schema: { hide: true } }, (_request, reply) =>
-    reply.type("image/webp").header("cache-control", "public, max-age=31536000, immutable").send(thumb),
+  h = await startHarness(
+    {},
+    {
+      // The photo slot's source until animal photos exist is empty; here it gives one same-origin thumb.
+      tagPhotos: async () => [THUMB_URL],
+      addRoutes: (app) =>
+        app.get(THUMB_URL, { config: { auth: "public" }, schema: { hide: true } }, (_request, reply) =>
+          reply.type("image/webp").header("cache-control", "public, max-age=31536000, immutable").send(thumb),
+        ),
+    },
   );
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  api = { app, config, pool, nc, close: async () => undefined };
+  api = h.api;
+  await api.app.listen({ port: 0, host: "127.0.0.1" });
+  baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
 
   owner = freshActor("owner");
   tag = await animalWithTag(api, owner, { name: "Rex", species: "dog", breed: "Beagle", colors: ["brown", "white"] });
@@ -102,11 +90,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await app?.close();
-  await nc?.close();
-  await pool?.end();
-  await bus?.dispose();
-  await db?.drop();
+  await h?.close();
 });
 
 interface Load {
@@ -200,13 +184,13 @@ describe("the tag page in Chromium", () => {
     } finally {
       await page.close();
     }
-    const { rows } = await pool.query(
+    const { rows } = await h.db.pool.query(
       `select st_y(s.coarse_location::geometry) as lat, st_x(s.coarse_location::geometry) as lon
        from animal_scan s where s.animal_id = $1 and s.coarse_location is not null`,
       [tag.animalId],
     );
     expect(rows).toEqual([coarsen({ lat: precise.latitude, lon: precise.longitude })]);
-    const { rows: messages } = await pool.query(`select message from safety_relay_message where lost_report_id is not null and from_contact = 'marie@example.fr'`);
+    const { rows: messages } = await h.db.pool.query(`select message from safety_relay_message where lost_report_id is not null and from_contact = 'marie@example.fr'`);
     expect(messages).toEqual([{ message: "Je l'ai trouvé près de la tour" }]);
   });
 
@@ -231,7 +215,7 @@ describe("the tag page in Chromium", () => {
     } finally {
       await page.close();
     }
-    const { rows } = await pool.query(`select count(*)::int as n from safety_relay_message where message = 'Ich habe Rex gefunden'`);
+    const { rows } = await h.db.pool.query(`select count(*)::int as n from safety_relay_message where message = 'Ich habe Rex gefunden'`);
     expect(rows[0].n).toBe(1);
   });
 
@@ -262,7 +246,7 @@ describe("the tag page in Chromium", () => {
       evil.closeAllConnections();
       await new Promise((resolve) => evil.close(resolve));
     }
-    const { rows } = await pool.query(`select count(*)::int as n from safety_relay_message where message = 'spam from another site'`);
+    const { rows } = await h.db.pool.query(`select count(*)::int as n from safety_relay_message where message = 'spam from another site'`);
     expect(rows[0].n).toBe(0);
   });
 });

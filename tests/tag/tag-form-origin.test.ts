@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { catalogues } from "../../api/tag/i18n/index.js";
 import { escapeHtml } from "../../api/tag/render.js";
 import { buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
-import { count, expectProblem, freshActor, freshIp, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { count, expectProblem, freshActor, freshIp } from "../safety/helpers.js";
 import { animalWithTag, postTagForm } from "./helpers.js";
 
 /**

@@ -4,7 +4,8 @@ import { escapeHtml } from "../../api/tag/render.js";
 import { EventType } from "../../lib/events.js";
 import { coarsen } from "../../lib/geo.js";
 import { as } from "../helpers/app.js";
-import { call, count, freshActor, freshIp, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, freshActor, freshIp } from "../safety/helpers.js";
 import { animalWithTag, postTagForm, reportAnimalLost, scanIdOf } from "./helpers.js";
 
 let h: Harness;

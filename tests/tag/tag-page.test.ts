@@ -4,7 +4,8 @@ import { catalogues } from "../../api/tag/i18n/index.js";
 import { escapeHtml } from "../../api/tag/render.js";
 import { admin, as } from "../helpers/app.js";
 import { PrivacyRules } from "../helpers/privacy.js";
-import { call, count, expectProblem, freshActor, freshIp, moderate, startHarness, type Harness } from "../safety/helpers.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+import { call, count, expectProblem, freshActor, freshIp, moderate } from "../safety/helpers.js";
 import { animalWithTag, reportAnimalLost } from "./helpers.js";
 
 let h: Harness;

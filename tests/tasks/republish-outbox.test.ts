@@ -146,6 +146,7 @@ describe("republish-outbox after the bus lost the stream", () => {
   it("a run after the duplicate window has passed lands a second copy of each event, and the notifier still writes no second notification", async () => {
     // Stands in for five minutes passing: the stream forgets the Msg-Ids older than its (now 1 s) window.
     await jsm.streams.update(TEST_STREAM, { duplicate_window: nanos(1_000) });
+    // Kept: the window must run out, and the stream shows no sign of having forgotten them.
     await new Promise((r) => setTimeout(r, 1_500));
     const before = contactMessageEventsHandled();
     const { code, out } = await republish("--execute");
