@@ -56,11 +56,11 @@ try {
   exitFatal(logger, `notifier: connect: ${(err as Error).message}`, err);
 }
 
-const deliverers = buildDeliverers(config, pool);
+const metricsRegistry = createMetricsRegistry("notifier");
+const deliverers = buildDeliverers(config, pool, metricsRegistry);
 // The jobs that record events (matching, photo processing) wake the relay over the bus after
 // their commit; the consumer's transactions write no outbox rows.
 const wakeRelay = relayWaker(nc);
-const metricsRegistry = createMetricsRegistry("notifier");
 const metrics = createNotifierMetrics(metricsRegistry, {
   db: pool,
   nc,
