@@ -40,14 +40,14 @@ export async function numberById(client: Queryable, id: string): Promise<SmsNumb
 
 /** STOP (or the provider's opted-out code): no text of any kind goes to it until START. True when it was not stopped before. */
 export async function stopNumber(client: Queryable, phone: string): Promise<boolean> {
-  const { rows } = await client.query<{ before: boolean }>(
-    `with before as (select stopped_at from sms_number where phone = $1::text for update)
-     insert into sms_number (phone, stopped_at) values ($1::text, now())
+  // A number stopped before keeps its earlier time; one stopped now has the transaction's now().
+  const { rows } = await client.query<{ newly: boolean }>(
+    `insert into sms_number (phone, stopped_at) values ($1::text, now())
      on conflict (phone) do update set stopped_at = coalesce(sms_number.stopped_at, excluded.stopped_at)
-     returning (select count(*) > 0 and bool_and(stopped_at is not null) from before) as before`,
+     returning stopped_at = now() as newly`,
     [phone],
   );
-  return !rows[0]!.before;
+  return rows[0]!.newly;
 }
 
 export interface SmsSendUpdate {
