@@ -53,10 +53,9 @@ export async function contactMessage(client: Queryable, id: string): Promise<Con
   return rows[0] ?? null;
 }
 
+/** Which rows a reservation took: both, or it gives back the one it took. */
 export interface Reservation {
-  /** The number's cap had room. */
   recipient: boolean;
-  /** The service's daily segments had room. */
   service: boolean;
 }
 
@@ -73,7 +72,7 @@ export async function reserveText(
   numberId: string,
   segments: number,
   caps: { recipientTexts: number; serviceSegments: number },
-): Promise<Reservation & { took: Reservation }> {
+): Promise<{ ok: true; took: Reservation } | { ok: false; full: "recipient" | "service"; took: Reservation }> {
   const { rows } = await client.query<{ recipient: boolean; service: boolean; tookRecipient: boolean; tookService: boolean }>(
     `with room as (
        select coalesce((select texts from sms_daily_usage where day = $1::date and number_id = $2::uuid), 0) + 1 <= $4::int as recipient,
@@ -96,11 +95,11 @@ export async function reserveText(
     [day, numberId, segments, caps.recipientTexts, caps.serviceSegments],
   );
   const row = rows[0]!;
-  return {
-    recipient: row.recipient && row.tookRecipient,
-    service: row.service && row.tookService,
-    took: { recipient: row.tookRecipient, service: row.tookService },
-  };
+  const took = { recipient: row.tookRecipient, service: row.tookService };
+  if (took.recipient && took.service) return { ok: true, took };
+  // The service's budget first: past it, no number's cap matters.
+  const full = !row.service || (row.recipient && !took.service) ? "service" : "recipient";
+  return { ok: false, full, took };
 }
 
 /** Gives back what reserveText took: the provider did not take the text. */
@@ -115,9 +114,18 @@ export async function releaseText(client: Queryable, day: string, numberId: stri
   );
 }
 
-/** The number got its first text: later ones need not say how to stop. */
-export async function markTexted(client: Queryable, numberId: string): Promise<void> {
-  await client.query(`update sms_number set texted_at = coalesce(texted_at, now()) where id = $1::uuid`, [numberId]);
+/**
+ * Claims the number's first text, which says how to stop: true for the one
+ * delivery that claims it, whatever others run at once. A claim whose text the
+ * provider did not take is given back (unclaimFirstText).
+ */
+export async function claimFirstText(client: Queryable, numberId: string): Promise<boolean> {
+  const { rowCount } = await client.query(`update sms_number set texted_at = now() where id = $1::uuid and texted_at is null`, [numberId]);
+  return rowCount === 1;
+}
+
+export async function unclaimFirstText(client: Queryable, numberId: string): Promise<void> {
+  await client.query(`update sms_number set texted_at = null where id = $1::uuid`, [numberId]);
 }
 
 export interface ConversationStart {

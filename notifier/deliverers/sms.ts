@@ -213,65 +213,80 @@ export function createSmsDeliverer(options: SmsDelivererOptions): Deliverer {
       const message = await contactMessageOf(client, notification);
       // A finder's number that never wrote back: at most 3 texts a day, and the first says how to stop.
       const silent = target.byNumber && !target.number.wrote;
-      let text = textOf(notification, target, message);
-      if (silent && !target.number.texted) text = `${HOW_TO_STOP} ${text}`;
-      const body = fitSms(text, pushUrl(notification, publicBaseUrl));
-      const { segments } = smsSize(body);
-
-      const day = utcDay();
-      const recipientTexts = silent ? Math.min(SILENT_FINDER_TEXTS_PER_DAY, options.dailyLimitPerRecipient) : options.dailyLimitPerRecipient;
-      const reserved = await store.reserveText(client, day, target.number.id, segments, { recipientTexts, serviceSegments: options.dailySegments });
-      if (!reserved.recipient || !reserved.service) {
-        await store.releaseText(client, day, target.number.id, segments, reserved.took);
-        throw new DeliveryError(
-          reserved.service
-            ? `${SMS_BUDGET_EXHAUSTED}: ${recipientTexts} texts today to this number`
-            : `${SMS_BUDGET_EXHAUSTED}: the service's ${options.dailySegments} segments today`,
-        );
-      }
-
-      const form = new URLSearchParams({ To: target.number.phone, From: from, Body: body, StatusCallback: statusCallback });
-      let answer: Answer;
+      const first = silent && !target.number.texted && (await store.claimFirstText(client, target.number.id));
       try {
-        answer = await post(messagesUrl, authorization, form, timeoutMs);
+        await send(client, notification, target, message, { silent, first });
       } catch (err) {
-        await store.releaseText(client, day, target.number.id, segments, reserved.took);
+        if (first) await store.unclaimFirstText(client, target.number.id);
         throw err;
       }
-      const json = answerJson(answer.body);
-      if (answer.status >= 200 && answer.status < 300 && typeof json.sid === "string") {
-        const status = SMS_STATUSES.includes(json.status as SmsStatus) ? (json.status as SmsStatus) : "queued";
-        await recordSmsSend(client, { sid: json.sid, status, notificationId: notification.id, kind: notification.kind, segments });
-        if (target.byNumber) await store.markTexted(client, target.number.id);
-        if (message) {
-          await store.startConversation(client, {
-            relayMessageId: notification.data.relayMessageId!,
-            ownerActorId: notification.recipientActorId,
-            ownerPhone: target.number.phone,
-            finderNumberId: await finderNumberId(client, message.fromContact),
-            lostReportId: message.lostReportId,
-            foundReportId: message.foundReportId,
-            animalId: message.animalId,
-          });
-        }
-        segmentsTotal?.inc({ kind: notification.kind }, segments);
-        return;
-      }
-
-      await store.releaseText(client, day, target.number.id, segments, reserved.took);
-      const code = typeof json.code === "number" ? json.code : Number(json.code);
-      if (answer.status === 400 && code === OPTED_OUT_CODE) {
-        await stopNumber(client, target.number.phone);
-        throw new DeliveryError(`${SMS_STOPPED}: the provider reports the number opted out (${OPTED_OUT_CODE})`);
-      }
-      if (answer.status >= 200 && answer.status < 300) throw new DeliveryError(`sms provider ${answer.status} without a sid`);
-      if (answer.status === 429 || answer.status >= 500 || answer.status === 401 || answer.status === 403) {
-        const wait = retryAfterMs(answer.retryAfter);
-        throw new DeliveryError(`sms provider ${answer.status}`, wait !== undefined ? { retryAfterMs: wait } : {});
-      }
-      throw new DeliveryError(`${PROVIDER_REJECTED} the text: ${answer.status}${Number.isFinite(code) ? ` code ${code}` : ""}`);
     },
   };
+
+  /** Reserves the text against the day's budgets, sends it and records what the provider answered. */
+  async function send(
+    client: Queryable,
+    notification: DeliverableNotification,
+    target: Target,
+    message: store.ContactMessageForText | null,
+    { silent, first }: { silent: boolean; first: boolean },
+  ): Promise<void> {
+    const text = textOf(notification, target, message);
+    const body = fitSms(first ? `${HOW_TO_STOP} ${text}` : text, pushUrl(notification, publicBaseUrl));
+    const { segments } = smsSize(body);
+
+    const day = utcDay();
+    const recipientTexts = silent ? Math.min(SILENT_FINDER_TEXTS_PER_DAY, options.dailyLimitPerRecipient) : options.dailyLimitPerRecipient;
+    const reserved = await store.reserveText(client, day, target.number.id, segments, { recipientTexts, serviceSegments: options.dailySegments });
+    if (!reserved.ok) {
+      await store.releaseText(client, day, target.number.id, segments, reserved.took);
+      throw new DeliveryError(
+        reserved.full === "recipient"
+          ? `${SMS_BUDGET_EXHAUSTED}: ${recipientTexts} texts today to this number`
+          : `${SMS_BUDGET_EXHAUSTED}: the service's ${options.dailySegments} segments today`,
+      );
+    }
+
+    const form = new URLSearchParams({ To: target.number.phone, From: from, Body: body, StatusCallback: statusCallback });
+    let answer: Answer;
+    try {
+      answer = await post(messagesUrl, authorization, form, timeoutMs);
+    } catch (err) {
+      await store.releaseText(client, day, target.number.id, segments, reserved.took);
+      throw err;
+    }
+    const json = answerJson(answer.body);
+    if (answer.status >= 200 && answer.status < 300 && typeof json.sid === "string") {
+      const status = SMS_STATUSES.includes(json.status as SmsStatus) ? (json.status as SmsStatus) : "queued";
+      await recordSmsSend(client, { sid: json.sid, status, notificationId: notification.id, kind: notification.kind, segments });
+      if (message) {
+        await store.startConversation(client, {
+          relayMessageId: notification.data.relayMessageId!,
+          ownerActorId: notification.recipientActorId,
+          ownerPhone: target.number.phone,
+          finderNumberId: await finderNumberId(client, message.fromContact),
+          lostReportId: message.lostReportId,
+          foundReportId: message.foundReportId,
+          animalId: message.animalId,
+        });
+      }
+      segmentsTotal?.inc({ kind: notification.kind }, segments);
+      return;
+    }
+
+    await store.releaseText(client, day, target.number.id, segments, reserved.took);
+    const code = typeof json.code === "number" ? json.code : Number(json.code);
+    if (answer.status === 400 && code === OPTED_OUT_CODE) {
+      await stopNumber(client, target.number.phone);
+      throw new DeliveryError(`${SMS_STOPPED}: the provider reports the number opted out (${OPTED_OUT_CODE})`);
+    }
+    if (answer.status >= 200 && answer.status < 300) throw new DeliveryError(`sms provider ${answer.status} without a sid`);
+    if (answer.status === 429 || answer.status >= 500 || answer.status === 401 || answer.status === 403) {
+      const wait = retryAfterMs(answer.retryAfter);
+      throw new DeliveryError(`sms provider ${answer.status}`, wait !== undefined ? { retryAfterMs: wait } : {});
+    }
+    throw new DeliveryError(`${PROVIDER_REJECTED} the text: ${answer.status}${Number.isFinite(code) ? ` code ${code}` : ""}`);
+  }
 
   /** The finder's number, when their fromContact reads as one: the owner's replies go there. */
   async function finderNumberId(client: Queryable, fromContact: string): Promise<string | null> {

@@ -36,7 +36,7 @@ export interface SmsHarness {
   worker: SupervisedWorker | null;
 }
 
-export type SmsSettings = Partial<Pick<SmsDelivererOptions, "dailyLimitPerRecipient" | "dailySegments" | "timeoutMs">>;
+export type SmsSettings = Partial<Pick<SmsDelivererOptions, "dailyLimitPerRecipient" | "dailySegments" | "timeoutMs" | "authToken">>;
 
 /** The sms deliverer as buildDeliverers makes it, on this provider, with the test's limits. */
 export function smsDeliverers(pool: Pool, provider: TestSmsProvider, registry: Registry, settings: SmsSettings = {}): Deliverers {
