@@ -7,7 +7,7 @@ import type { SupervisedWorker } from "../../lib/worker.js";
 import { inAppDeliverer } from "../../notifier/deliverers/in-app.js";
 import { createSmsDeliverer, type SmsDelivererOptions } from "../../notifier/deliverers/sms.js";
 import type { Deliverers } from "../../notifier/deliverers/types.js";
-import { as } from "../helpers/app.js";
+import { as, type TestApi } from "../helpers/app.js";
 import { useTestApi, type Harness } from "../helpers/harness.js";
 import { TestSmsProvider, type ReceivedText } from "../helpers/sms-provider.js";
 import { eventually } from "../helpers/stream.js";
@@ -93,7 +93,7 @@ export function textTo(provider: TestSmsProvider, phone: string, match: RegExp =
 }
 
 /** Sets and verifies the actor's phone through the API, with the code the provider took; returns the code text. */
-export async function verifyPhone(s: SmsHarness, actor: string, phone: string): Promise<ReceivedText> {
+export async function verifyPhone(s: { h: { api: TestApi }; provider: TestSmsProvider }, actor: string, phone: string): Promise<ReceivedText> {
   const before = s.provider.textsTo(phone).length;
   const put = await s.h.api.app.inject({ method: "PUT", url: "/v1/me/phone", headers: as(actor), payload: { phone } });
   expect(put.statusCode, put.body).toBe(200);
