@@ -22,8 +22,7 @@ export const PutPhoneBody = z
     phone: z
       .string()
       .trim()
-      .min(3)
-      .max(40)
+      .regex(/^[0-9A-Za-z +()./-]{3,40}$/, "must be a phone number: digits, spaces and + ( ) . / - only")
       .nullable()
       .describe("Any format libphonenumber reads (+49 176 1234 5678, 0176 12345678 in SMS_DEFAULT_REGION's region). null removes the number."),
   })

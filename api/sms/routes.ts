@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { validateRequest } from "twilio/lib/webhooks/webhooks.js";
-import { z } from "zod";
 import { withTransaction } from "../../lib/db.js";
 import { problems } from "../../lib/problems.js";
 import { toE164 } from "../../lib/sms/phone.js";
@@ -10,7 +9,7 @@ import type { AppDeps } from "../deps.js";
 import { problemResponses } from "../plugins/openapi.js";
 import { parseFormBody } from "../tag/form.js";
 import { receiveText } from "./inbound.js";
-import { SmsInbound, SmsStatusCallback, Twiml, TWIML_EMPTY } from "./schemas.js";
+import { SmsInbound, SmsStatusCallback, SmsStatusRecorded, Twiml, TWIML_EMPTY } from "./schemas.js";
 
 export const SIGNATURE_HEADER = "x-twilio-signature";
 
@@ -52,19 +51,20 @@ export const smsRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, con
           "403 without a valid X-Twilio-Signature.",
         ...formOnly,
         body: SmsStatusCallback,
-        response: { 204: z.null(), ...problemResponses(400, 403) },
+        response: { 200: SmsStatusRecorded, ...problemResponses(400, 403) },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { MessageSid, MessageStatus, ErrorCode, To } = request.body;
       const errorCode = ErrorCode ? Number(ErrorCode) : null;
-      await withTransaction(pool, async (client) => {
-        await recordSmsSend(client, { sid: MessageSid, status: MessageStatus, errorCode });
+      const status = await withTransaction(pool, async (client) => {
+        const recorded = await recordSmsSend(client, { sid: MessageSid, status: MessageStatus, errorCode });
         const to = To ? toE164(To) : null;
         if (errorCode === OPTED_OUT_CODE && to) await stopNumber(client, to);
+        return recorded;
       });
       if (errorCode !== null && errorCode !== 0) request.log.warn({ sid: MessageSid, status: MessageStatus, errorCode }, "sms: provider reports a failure");
-      return reply.code(204).send(null);
+      return { messageSid: MessageSid, status };
     },
   );
 

@@ -29,6 +29,13 @@ export const SmsInbound = z
   })
   .meta({ id: "SmsInbound" });
 
+export const SmsStatusRecorded = z
+  .object({
+    messageSid: z.string(),
+    status: z.enum(SMS_STATUSES).describe("The text's status now: the callback's, unless a later one was recorded first."),
+  })
+  .meta({ id: "SmsStatusRecorded" });
+
 /** TwiML: the answer of the inbound webhook. Empty, since every text the service sends goes out through a delivery job. */
 export const TWIML_EMPTY = `<?xml version="1.0" encoding="UTF-8"?><Response></Response>`;
 export const Twiml = z.string().describe("TwiML (text/xml): always an empty <Response>; any answer is a text of its own.");

@@ -63,10 +63,10 @@ export interface SmsSendUpdate {
 /**
  * Records a text the provider took, or a status its callback reported: a
  * status replaces only one of a lower rank (lib/sms/status.ts), so a late
- * `sent` never hides `delivered`. Either may come first.
+ * `sent` never hides `delivered`. Either may come first. Returns the status recorded now.
  */
-export async function recordSmsSend(client: Queryable, update: SmsSendUpdate): Promise<void> {
-  await client.query(
+export async function recordSmsSend(client: Queryable, update: SmsSendUpdate): Promise<SmsStatus> {
+  const { rows } = await client.query<{ status: SmsStatus }>(
     `insert into sms_send (sid, status, error_code, notification_id, kind, segments)
      values ($1::text, $2::text, $3::int, $4::uuid, $5::text, $6::int)
      on conflict (sid) do update set
@@ -75,7 +75,9 @@ export async function recordSmsSend(client: Queryable, update: SmsSendUpdate): P
        notification_id = coalesce(excluded.notification_id, sms_send.notification_id),
        kind = coalesce(excluded.kind, sms_send.kind),
        segments = coalesce(excluded.segments, sms_send.segments),
-       updated_at = now()`,
+       updated_at = now()
+     returning status`,
     [update.sid, update.status, update.errorCode ?? null, update.notificationId ?? null, update.kind ?? null, update.segments ?? null],
   );
+  return rows[0]!.status;
 }

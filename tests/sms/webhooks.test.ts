@@ -48,18 +48,20 @@ describe("POST /v1/sms/status", () => {
     expect((await sendStatus(text.sid)).notificationId).toMatch(/^[0-9a-f-]{36}$/);
 
     const sent = await s.provider.statusCallback(text, "sent");
-    expect(sent.status, sent.body).toBe(204);
+    expect(sent.status, sent.body).toBe(200);
+    expect(JSON.parse(sent.body)).toEqual({ messageSid: text.sid, status: "sent" });
     expect(await sendStatus(text.sid)).toMatchObject({ status: "sent" });
-    expect((await s.provider.statusCallback(text, "delivered")).status).toBe(204);
+    expect((await s.provider.statusCallback(text, "delivered")).status).toBe(200);
     // Callbacks may arrive out of order.
-    expect((await s.provider.statusCallback(text, "sent")).status).toBe(204);
+    const late = await s.provider.statusCallback(text, "sent");
+    expect(JSON.parse(late.body)).toEqual({ messageSid: text.sid, status: "delivered" });
     expect(await sendStatus(text.sid)).toMatchObject({ status: "delivered", errorCode: null });
   });
 
   it("records a failure's ErrorCode, and 21610 (opted out) stops the number", async () => {
     const phone = newPhone();
     const text = await textOnce("status-optout", phone);
-    expect((await s.provider.statusCallback(text, "undelivered", 21610)).status).toBe(204);
+    expect((await s.provider.statusCallback(text, "undelivered", 21610)).status).toBe(200);
     expect(await sendStatus(text.sid)).toMatchObject({ status: "undelivered", errorCode: 21610 });
     expect((await pool().query(`select stopped_at from sms_number where phone = $1`, [phone])).rows[0].stopped_at).toBeInstanceOf(Date);
     const prefs = await s.h.api.app.inject({ method: "GET", url: "/v1/me/notification-preferences", headers: as("status-optout") });
