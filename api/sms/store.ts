@@ -20,8 +20,7 @@ export interface ServiceNotification {
 /**
  * Writes the notifications of one source event and queues the delivery of
  * each sms one, in the caller's transaction: in_app rows are written sent, as
- * the notifier writes them (notifier/store.ts newRowStatus). Returns the ids,
- * in order.
+ * the notifier writes them (notifier/store.ts newRowStatus). Returns the new ids.
  */
 export async function insertServiceNotifications(
   client: Queryable,
@@ -36,9 +35,8 @@ export async function insertServiceNotifications(
        case when u.c = 'in_app' then 'sent' else 'pending' end,
        case when u.c = 'in_app' then 1 else 0 end, case when u.c = 'in_app' then 1 else 0 end,
        case when u.c = 'in_app' then now() end
-     from unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::uuid[]) with ordinality
-       as u(r, c, k, kind, s, b, d, id, i)
-     order by u.i
+     from unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::uuid[])
+       as u(r, c, k, kind, s, b, d, id)
      returning id, channel`,
     [
       event.id,
