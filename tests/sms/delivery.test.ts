@@ -1,19 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { withTransaction } from "../../lib/db.js";
-import { EventType } from "../../lib/events.js";
-import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
 import { createMetricsRegistry } from "../../lib/metrics.js";
 import { reasonCategory, SMS_BUDGET_EXHAUSTED, type Channel } from "../../lib/notifications.js";
-import { enqueue } from "../../lib/queue.js";
 import { smsSize } from "../../lib/sms/segments.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
 import { SMS_ANSWER_MAX_BYTES } from "../../notifier/deliverers/sms.js";
-import { insertNotifications, needingDelivery } from "../../notifier/store.js";
 import { admin } from "../helpers/app.js";
 import { eventually } from "../helpers/stream.js";
 import { startDeliveryWorker } from "../notifier/support.js";
-import { newPhone, notification, settled, SMS, smsDeliverers, useSms, verifyPhone, type SmsSettings } from "./support.js";
+import { newPhone, notification, notify as notifySms, settled, SMS, smsDeliverers, useSms, verifyPhone, type SmsSettings } from "./support.js";
 
 /**
  * The sms deliverer against the test provider, through the notifier's delivery
@@ -39,29 +34,8 @@ afterEach(async () => {
   worker = null;
 });
 
-/** A notification on in_app and sms, as the consumer writes it; returns the sms row's id. */
-async function notify(actor: string, body = "A found report may be your animal: a brown dog, male, seen near the park.", channels: Channel[] = ["in_app", "sms"]) {
-  return withTransaction(pool(), async (client) => {
-    const eventId = randomUUID();
-    const inserted = await insertNotifications(
-      client,
-      channels.map((channel) => ({
-        recipientActorId: actor,
-        kind: "match" as const,
-        sourceKey: `match:${eventId}`,
-        subject: "A found animal may be yours",
-        body,
-        data: { lostReportId: randomUUID() },
-        sourceEventId: eventId,
-        sourceOccurredAt: new Date(),
-        eventType: EventType.MatchSuggested,
-        channel,
-      })),
-    );
-    for (const id of needingDelivery(inserted)) await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id });
-    return needingDelivery(inserted)[0]!;
-  });
-}
+/** A match on in_app and sms (or `channels`), as the consumer writes it; returns the sms row's id. */
+const notify = (actor: string, body?: string, channels?: Channel[]) => notifySms(pool(), actor, { body, channels });
 
 /** An actor with a verified phone (verified through the API with this file's worker). */
 async function owner(actor: string): Promise<string> {
@@ -216,14 +190,23 @@ describe("the first text to a finder's number says how to stop, and a number tha
     await startWorker();
     const phone = newPhone();
     const numberId = (await pool().query(`insert into sms_number (phone) values ($1) returning id`, [phone])).rows[0].id as string;
-    const ids = [];
-    for (let i = 0; i < 4; i++) ids.push(await notify(`phone:${numberId}`, `Reply ${i}`, ["sms"]));
+    // One after another, as an owner's replies come.
     const rows = [];
-    for (const id of ids) rows.push(await settled(pool(), id));
+    for (let i = 0; i < 4; i++) rows.push(await settled(pool(), await notify(`phone:${numberId}`, `Reply ${i}`, ["sms"])));
     expect(rows.map((r) => r.status)).toEqual(["sent", "sent", "sent", "dead_letter"]);
     expect(rows[3]!.last_error).toBe(`${SMS_BUDGET_EXHAUSTED}: 3 texts today to this number`);
     const texts = await eventually(async () => (s.provider.textsTo(phone).length === 3 ? s.provider.textsTo(phone) : undefined));
     expect(texts[0]!.body).toMatch(/^Reply STOP to get no more texts\. /);
     expect(texts.slice(1).some((t) => /STOP/.test(t.body))).toBe(false);
+  });
+
+  it("says how to stop in exactly one text when several go to a new finder's number at once", async () => {
+    await startWorker();
+    const phone = newPhone();
+    const numberId = (await pool().query(`insert into sms_number (phone) values ($1) returning id`, [phone])).rows[0].id as string;
+    const ids = await Promise.all([0, 1, 2].map((i) => notify(`phone:${numberId}`, `Reply ${i}`, ["sms"])));
+    for (const id of ids) expect((await settled(pool(), id)).status).toBe("sent");
+    const texts = await eventually(async () => (s.provider.textsTo(phone).length === 3 ? s.provider.textsTo(phone) : undefined));
+    expect(texts.filter((t) => t.body.startsWith("Reply STOP to get no more texts."))).toHaveLength(1);
   });
 });

@@ -1,15 +1,10 @@
-import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { withTransaction } from "../../lib/db.js";
-import { EventType } from "../../lib/events.js";
-import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
 import { NO_PHONE, reasonCategory, type NotificationKind } from "../../lib/notifications.js";
-import { enqueue } from "../../lib/queue.js";
 import { PHONE_CODE_TRIES } from "../../lib/sms/codes.js";
-import { channelsFor, emailPreferences, insertNotification } from "../../notifier/store.js";
+import { channelsFor, emailPreferences } from "../../notifier/store.js";
 import { as } from "../helpers/app.js";
 import { eventually } from "../helpers/stream.js";
-import { newPhone, settled, SMS, textTo, useSms, verifyPhone } from "./support.js";
+import { newPhone, notify, settled, SMS, textTo, useSms, verifyPhone } from "./support.js";
 
 /**
  * Phone numbers (contract part 4, "SMS"): PUT /v1/me/phone reads the number
@@ -29,25 +24,7 @@ const preferences = async (actor: string) => (await api().inject({ method: "GET"
 const codeOf = (body: string) => /code: (\d{6})/.exec(body)![1]!;
 const count = async (sql: string, values: unknown[] = []) => (await pool().query<{ n: number }>(`select count(*)::int as n from (${sql}) t`, values)).rows[0]!.n;
 
-/** A notification for the actor on the sms channel, written and queued as the consumer does. */
-async function smsNotification(actor: string, kind: NotificationKind = "match"): Promise<string> {
-  return withTransaction(pool(), async (client) => {
-    const id = await insertNotification(client, {
-      recipientActorId: actor,
-      kind,
-      sourceKey: `${kind}:${randomUUID()}`,
-      subject: "A found animal may be yours",
-      body: "A found report may be your animal. Open your report's matches to see it.",
-      data: { lostReportId: randomUUID() },
-      sourceEventId: randomUUID(),
-      sourceOccurredAt: new Date(),
-      eventType: EventType.MatchSuggested,
-      channel: "sms",
-    });
-    await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id! });
-    return id!;
-  });
-}
+const smsNotification = (actor: string, kind: NotificationKind = "match") => notify(pool(), actor, { kind, channels: ["sms"] });
 
 describe("PUT /v1/me/phone", () => {
   it("reads a national number in SMS_DEFAULT_REGION's region, texts a code, and answers with the status and last two digits only", async () => {

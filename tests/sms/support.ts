@@ -1,7 +1,13 @@
+import { randomUUID } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect } from "vitest";
 import type { Env } from "../../lib/config.js";
-import type { Pool } from "../../lib/db.js";
+import { withTransaction, type Pool } from "../../lib/db.js";
+import { EventType } from "../../lib/events.js";
+import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
+import type { Channel, NotificationKind } from "../../lib/notifications.js";
+import { enqueue } from "../../lib/queue.js";
+import { insertNotifications, needingDelivery } from "../../notifier/store.js";
 import { createMetricsRegistry, type Registry } from "../../lib/metrics.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
 import { inAppDeliverer } from "../../notifier/deliverers/in-app.js";
@@ -127,4 +133,37 @@ export function settled(pool: Pool, id: string, timeoutMs = 20_000): Promise<Not
     const row = await notification(pool, id);
     return row.status === "sent" || row.status === "dead_letter" ? row : undefined;
   }, timeoutMs);
+}
+
+/**
+ * A notification of one event on these channels (in_app and sms unless told), written and queued as
+ * the consumer does; returns the id of its sms row.
+ */
+export async function notify(
+  pool: Pool,
+  actor: string,
+  options: { kind?: NotificationKind; body?: string; channels?: Channel[] } = {},
+): Promise<string> {
+  const { kind = "match", body = "A found report may be your animal: a brown dog, male, seen near the park.", channels = ["in_app", "sms"] } = options;
+  return withTransaction(pool, async (client) => {
+    const eventId = randomUUID();
+    const inserted = await insertNotifications(
+      client,
+      channels.map((channel) => ({
+        recipientActorId: actor,
+        kind,
+        sourceKey: `${kind}:${eventId}`,
+        subject: "A found animal may be yours",
+        body,
+        data: { lostReportId: randomUUID() },
+        sourceEventId: eventId,
+        sourceOccurredAt: new Date(),
+        eventType: EventType.MatchSuggested,
+        channel,
+      })),
+    );
+    const ids = needingDelivery(inserted);
+    for (const id of ids) await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: id });
+    return ids[0]!;
+  });
 }

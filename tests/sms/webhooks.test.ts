@@ -1,15 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { getExpectedTwilioSignature } from "twilio/lib/webhooks/webhooks.js";
 import { describe, expect, it } from "vitest";
-import { withTransaction } from "../../lib/db.js";
-import { EventType } from "../../lib/events.js";
-import { NOTIFICATION_DELIVER_TASK } from "../../lib/job-payloads.js";
 import { SMS_STOPPED } from "../../lib/notifications.js";
-import { enqueue } from "../../lib/queue.js";
-import { insertNotification } from "../../notifier/store.js";
 import { as, buildTestApi, devEnv } from "../helpers/app.js";
 import { eventually } from "../helpers/stream.js";
-import { newPhone, settled, SMS, textTo, useSms, verifyPhone } from "./support.js";
+import { newPhone, notify, settled, SMS, textTo, useSms, verifyPhone } from "./support.js";
 
 /**
  * The provider's webhooks (contract part 4, "SMS"): every request is signed
@@ -153,22 +148,7 @@ describe("POST /v1/sms/inbound: keywords", () => {
 
     // No text of any kind: a notification written for it dead-letters without a request.
     const attempts = s.provider.attempts.length;
-    const id = await withTransaction(pool(), async (client) => {
-      const nid = await insertNotification(client, {
-        recipientActorId: "keyword-owner",
-        kind: "match",
-        sourceKey: `match:${randomUUID()}`,
-        subject: "A found animal may be yours",
-        body: "Open your report's matches.",
-        data: {},
-        sourceEventId: randomUUID(),
-        sourceOccurredAt: new Date(),
-        eventType: EventType.MatchSuggested,
-        channel: "sms",
-      });
-      await enqueue(client, NOTIFICATION_DELIVER_TASK, { notificationId: nid! });
-      return nid!;
-    });
+    const id = await notify(pool(), "keyword-owner", { channels: ["sms"] });
     expect(await settled(pool(), id)).toMatchObject({ status: "dead_letter", attempts: 1, last_error: SMS_STOPPED });
     expect(s.provider.attempts.length).toBe(attempts);
     await eventually(async () => ((await pool().query(`select count(*)::int as n from notification where status = 'pending'`)).rows[0].n === 0 ? true : undefined));
