@@ -29,6 +29,8 @@ export const smsRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, con
   app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_request, body, done) =>
     done(null, parseFormBody(body as string)),
   );
+  // Any other body is no form the provider signed: it reaches the signature check with no parameters, and gets its 403.
+  app.addContentTypeParser("*", { parseAs: "string" }, (_request, _body, done) => done(null, {}));
   app.addHook("preValidation", async (request) => {
     const signature = request.headers[SIGNATURE_HEADER];
     const token = config.SMS_AUTH_TOKEN;

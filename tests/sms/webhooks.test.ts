@@ -92,6 +92,12 @@ describe("a webhook without a valid X-Twilio-Signature is 403 and changes nothin
       expect(res.status, `${path} ${JSON.stringify(sign)}`).toBe(403);
       expect(res.contentType).toMatch(/application\/problem\+json/);
     }
+    // Not a form at all: no parser refuses it first; the signature check does.
+    for (const [contentType, payload] of [["application/json", JSON.stringify(stop)], ["text/plain", "STOP"], ["application/xml", "<stop/>"]]) {
+      const res = await s.h.api.app.inject({ method: "POST", url: "/v1/sms/inbound", headers: { "content-type": contentType! }, payload });
+      expect(res.statusCode, contentType).toBe(403);
+    }
+    expect((await s.h.api.app.inject({ method: "POST", url: "/v1/sms/status" })).statusCode).toBe(403);
     expect(await snapshot()).toEqual(before);
   });
 
