@@ -3,11 +3,8 @@ import { EventType } from "../../lib/events.js";
 import { CONTACT_MESSAGE_KIND, SMS_REPLY_KIND } from "../../lib/notifications.js";
 import { recordEvent, type EventLog } from "../../lib/outbox.js";
 import { CONVERSATION_DAYS, keywordOf, SERVICE_NAME, SMS_REPLIES, type Keyword } from "../../lib/sms/keywords.js";
-import { stopNumber, upsertNumber, type SmsNumber } from "../../lib/sms/store.js";
+import { phoneRecipient, stopNumber, upsertNumber, type SmsNumber } from "../../lib/sms/store.js";
 import * as store from "./store.js";
-
-/** The recipient of a text to a number no actor has (notifier/deliverers/sms.ts PHONE_RECIPIENT_PREFIX). */
-const toNumber = (numberId: string) => `phone:${numberId}`;
 
 /** What a conversation is about, as ids to follow: the links texts end with come from them. */
 function aboutIds(c: store.Conversation): Record<string, string> {
@@ -35,7 +32,7 @@ async function planFor(client: Queryable, number: SmsNumber, text: string): Prom
 
 /** The service's answer to the number that wrote. */
 const reply = (number: SmsNumber, key: keyof typeof SMS_REPLIES, keyword?: Keyword): store.ServiceNotification => ({
-  recipientActorId: toNumber(number.id),
+  recipientActorId: phoneRecipient(number.id),
   channel: "sms",
   kind: SMS_REPLY_KIND,
   sourceKey: `${SMS_REPLY_KIND}:${number.id}`,
@@ -91,7 +88,7 @@ export async function receiveText(client: Queryable, text: { messageSid: string;
     case "to_finder":
       await store.touchConversation(client, c!.id);
       rows.push({
-        recipientActorId: toNumber(c!.finderNumberId!),
+        recipientActorId: phoneRecipient(c!.finderNumberId!),
         channel: "sms",
         kind: CONTACT_MESSAGE_KIND,
         sourceKey: `sms_conversation:${c!.id}`,

@@ -17,6 +17,12 @@ export interface SmsNumber {
   texted: boolean;
 }
 
+/** The recipient of a notification to a number no actor has (a finder's, a keyword's answer): its sms_number row, never the number. */
+export const phoneRecipient = (numberId: string): string => `phone:${numberId}`;
+
+/** The sms_number id of a phoneRecipient, or null for an actor. */
+export const numberIdOf = (recipient: string): string | null => /^phone:([0-9a-f-]{36})$/i.exec(recipient)?.[1] ?? null;
+
 const NUMBER_COLUMNS = `id, phone, stopped_at is not null as stopped, wrote_at is not null as wrote, texted_at is not null as texted`;
 
 /** The number's row, made when it has none. */

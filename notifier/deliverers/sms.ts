@@ -15,7 +15,7 @@ import { HOW_TO_STOP, SERVICE_NAME, SILENT_FINDER_TEXTS_PER_DAY } from "../../li
 import { phoneInText, type Region } from "../../lib/sms/phone.js";
 import { fitSms, smsSize } from "../../lib/sms/segments.js";
 import { OPTED_OUT_CODE, SMS_STATUSES, type SmsStatus } from "../../lib/sms/status.js";
-import { numberById, recordSmsSend, stopNumber, upsertNumber, type SmsNumber } from "../../lib/sms/store.js";
+import { numberById, numberIdOf, recordSmsSend, stopNumber, upsertNumber, type SmsNumber } from "../../lib/sms/store.js";
 import type { DeliverableNotification } from "../store.js";
 import { pushUrl, retryAfterMs } from "./push.js";
 import * as store from "./sms-store.js";
@@ -65,10 +65,6 @@ export interface SmsDelivererOptions {
   /** Tests shorten the deadline; the contract's is SMS_SEND_TIMEOUT_MS. */
   timeoutMs?: number;
 }
-
-/** The recipient `phone:<sms_number id>` of a notification that goes to a number no actor has. */
-export const PHONE_RECIPIENT_PREFIX = "phone:";
-const PHONE_RECIPIENT = /^phone:([0-9a-f-]{36})$/i;
 
 interface Target {
   number: SmsNumber;
@@ -177,9 +173,9 @@ export function createSmsDeliverer(options: SmsDelivererOptions): Deliverer {
 
   /** Where the notification goes; throws DeliveryError (permanent) when nowhere. */
   async function targetOf(client: Queryable, notification: DeliverableNotification): Promise<Target> {
-    const byNumber = PHONE_RECIPIENT.exec(notification.recipientActorId);
-    if (byNumber) {
-      const number = await numberById(client, byNumber[1]!);
+    const numberId = numberIdOf(notification.recipientActorId);
+    if (numberId) {
+      const number = await numberById(client, numberId);
       if (!number) throw new DeliveryError(NO_PHONE);
       return { number, byNumber: true };
     }

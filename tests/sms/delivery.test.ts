@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createMetricsRegistry } from "../../lib/metrics.js";
 import { reasonCategory, SMS_BUDGET_EXHAUSTED, type Channel } from "../../lib/notifications.js";
 import { smsSize } from "../../lib/sms/segments.js";
+import { phoneRecipient } from "../../lib/sms/store.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
 import { SMS_ANSWER_MAX_BYTES } from "../../notifier/deliverers/sms.js";
 import { admin } from "../helpers/app.js";
@@ -192,7 +193,7 @@ describe("the first text to a finder's number says how to stop, and a number tha
     const numberId = (await pool().query(`insert into sms_number (phone) values ($1) returning id`, [phone])).rows[0].id as string;
     // One after another, as an owner's replies come.
     const rows = [];
-    for (let i = 0; i < 4; i++) rows.push(await settled(pool(), await notify(`phone:${numberId}`, `Reply ${i}`, ["sms"])));
+    for (let i = 0; i < 4; i++) rows.push(await settled(pool(), await notify(phoneRecipient(numberId), `Reply ${i}`, ["sms"])));
     expect(rows.map((r) => r.status)).toEqual(["sent", "sent", "sent", "dead_letter"]);
     expect(rows[3]!.last_error).toBe(`${SMS_BUDGET_EXHAUSTED}: 3 texts today to this number`);
     const texts = await eventually(async () => (s.provider.textsTo(phone).length === 3 ? s.provider.textsTo(phone) : undefined));
@@ -204,7 +205,7 @@ describe("the first text to a finder's number says how to stop, and a number tha
     await startWorker();
     const phone = newPhone();
     const numberId = (await pool().query(`insert into sms_number (phone) values ($1) returning id`, [phone])).rows[0].id as string;
-    const ids = await Promise.all([0, 1, 2].map((i) => notify(`phone:${numberId}`, `Reply ${i}`, ["sms"])));
+    const ids = await Promise.all([0, 1, 2].map((i) => notify(phoneRecipient(numberId), `Reply ${i}`, ["sms"])));
     for (const id of ids) expect((await settled(pool(), id)).status).toBe("sent");
     const texts = await eventually(async () => (s.provider.textsTo(phone).length === 3 ? s.provider.textsTo(phone) : undefined));
     expect(texts.filter((t) => t.body.startsWith("Reply STOP to get no more texts."))).toHaveLength(1);
