@@ -22,7 +22,8 @@ export const PutPhoneBody = z
     phone: z
       .string()
       .trim()
-      .regex(/^[0-9A-Za-z +()./-]{3,40}$/, "must be a phone number: digits, spaces and + ( ) . / - only")
+      // Any characters but control ones: libphonenumber reads the rest (letters, other scripts' digits, "ext.").
+      .regex(/^[^\u0000-\u001f\u007f]{3,40}$/, "must be 3 to 40 characters, none of them a control character")
       .nullable()
       .describe("Any format libphonenumber reads (+49 176 1234 5678, 0176 12345678 in SMS_DEFAULT_REGION's region). null removes the number."),
   })

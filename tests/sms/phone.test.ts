@@ -56,11 +56,13 @@ describe("PUT /v1/me/phone", () => {
   });
 
   it("takes the international forms libphonenumber reads", async () => {
-    for (const [i, form] of ["+49 176 1210 0902", "+49 (0)176-1210-0903", "0049 176 12100904", "+33 6 12 34 56 78"].entries()) {
+    const forms = ["+49 176 1210 0902", "+49 (0)176-1210-0903", "0049 176 12100904", "+33 6 12 34 56 78", "٠١٧٦ ١٢١٠ ٠٩٠٥", "tel:+4917612100906"];
+    for (const [i, form] of forms.entries()) {
       const res = await putPhone(`phone-form-${i}`, form);
       expect(res.statusCode, `${form}: ${res.body}`).toBe(200);
     }
     await textTo(s.provider, "+33612345678");
+    await textTo(s.provider, "+4917612100905");
   });
 
   it("refuses what is no phone number with 400 problem+json, and writes nothing", async () => {
