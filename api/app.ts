@@ -25,10 +25,12 @@ import { registerIpLimiter, type IpLimiter } from "./plugins/ip-limiter.js";
 import { registerOpenApi } from "./plugins/openapi.js";
 import { registerRelayWakeUps } from "./plugins/relay-wake-ups.js";
 import { registerSameOriginForms } from "./plugins/same-origin-forms.js";
+import { phoneRoutes } from "./phone/routes.js";
 import { photoRoutes } from "./photos/routes.js";
 import { pushRoutes } from "./push/routes.js";
 import { createObjectStorage, type ObjectStorage } from "../lib/storage/index.js";
 import { safetyRoutes } from "./safety/routes.js";
+import { smsRoutes } from "./sms/routes.js";
 import { isSharePageUrl, sendShareNotFound, shareRoutes } from "./share/routes.js";
 import type { TagPhotoSource } from "./tag/photos.js";
 import { isTagPageUrl, sendTagNotFound, tagRoutes } from "./tag/routes.js";
@@ -146,6 +148,8 @@ export async function buildApp({ logger, onRoute, metrics: registry, clock, tagP
   await app.register(photoRoutes, { ...deps, metrics });
   await app.register(partnerRoutes, deps);
   await app.register(pushRoutes, deps);
+  await app.register(phoneRoutes, deps);
+  await app.register(smsRoutes, deps);
   await app.register(consoleRoutes, { config });
   await app.register(peopleAppRoutes, { config });
 

@@ -70,7 +70,7 @@ export const familiesScenario: Scenario = async (stack, { quick }) => {
     // Before: three runners on one pool of 10 (the main runner with 5 slots and a local queue of 20).
     const shared = pool("bench-three", 10);
     const d = deps(shared);
-    const main: TaskList = { ...familyTasks("delivery-email", d), ...familyTasks("delivery-push", d), ...familyTasks("matching", d), ...familyTasks("scheduled", d) };
+    const main: TaskList = { ...familyTasks("delivery-email", d), ...familyTasks("delivery-push", d), ...familyTasks("delivery-sms", d), ...familyTasks("matching", d), ...familyTasks("scheduled", d) };
     const three: SupervisedWorker[] = [
       await startWorker({ pool: shared, logger, taskList: main, crontab: SCHEDULED_CRONTAB, concurrency: 5, localQueueSize: 20 }),
       await startWorker({ pool: shared, logger, taskList: familyTasks("fanout", d), concurrency: 1 }),
@@ -81,7 +81,7 @@ export const familiesScenario: Scenario = async (stack, { quick }) => {
     await shared.end();
 
     // After: seven families, each with its own runner and pool, at the notifier's default slots.
-    const slots: Record<JobFamily, number> = { "delivery-email": 32, "delivery-push": 32, fanout: 1, matching: 2, photos: 2, "partner-photos": 4, scheduled: 2 };
+    const slots: Record<JobFamily, number> = { "delivery-email": 32, "delivery-push": 32, "delivery-sms": 32, fanout: 1, matching: 2, photos: 2, "partner-photos": 4, scheduled: 2 };
     const families = await startFamilies(deps(pool("bench-unused", 1)), JOB_FAMILIES, (f) => slots[f], (f, max) => pool(`bench-family-${f}`, max));
     const after = await measureIdle(admin, database, "bench-family-", seconds);
     await families.stop();

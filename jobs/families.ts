@@ -112,6 +112,7 @@ export const SCHEDULED_CRONTAB = [
 const FAMILY_TASKS = {
   "delivery-email": deliveryFamily("email"),
   "delivery-push": deliveryFamily("push"),
+  "delivery-sms": deliveryFamily("sms"),
   fanout: (deps) => fanoutTasks(deps.pool, deps.fanout, deps.fanout?.duty),
   matching: (deps) => ({ [MATCH_SUBJECT_TASK]: matchSubjectTask(createMatcher(deps)) }),
   photos: (deps) => photoTasks({ ...deps, storage: needStorage(deps) }),

@@ -5,6 +5,7 @@ import { NEARBY_DELIVERY_BATCH } from "./alerts.js";
 import { JOB_FAMILIES, type JobFamily } from "./job-families.js";
 import { DELIVERY_BATCH_MAX } from "./notifications.js";
 import { DEFAULT_DEADLINES_MS, DEFAULT_PUSH_ORIGIN_PAUSE_MS, PUSH_ORIGIN_TIMEOUTS_TO_PAUSE } from "./deadline.js";
+import { isRegion } from "./sms/phone.js";
 
 /**
  * Configuration is parsed once in each process's main.ts and passed down,
@@ -236,6 +237,58 @@ const webPushNotifier = {
       `How long a push origin (scheme, host and port) that timed out ${PUSH_ORIGIN_TIMEOUTS_TO_PAUSE} times in a row is paused: ` +
         "its deliveries wait for the pause's end without holding a job slot or counting an attempt.",
     ),
+};
+
+/**
+ * SMS (contract part 4, "SMS"): a provider speaking the Twilio-compatible REST
+ * API. With the account, token and number unset there is no `sms` channel;
+ * set, all three are needed, in every environment. The API needs only the
+ * token (it checks the provider's webhook signatures with it) and the region.
+ */
+const smsAuthToken = optionalSetting(z.string().min(8)).describe(
+  "The SMS provider's auth token: the password of its REST API (with `SMS_ACCOUNT_SID`) and the key of its webhooks' " +
+    "`X-Twilio-Signature`. The same value in the API and the notifier; unset, the API refuses every SMS webhook with 403.",
+);
+const smsDefaultRegion = optionalSetting(
+  z
+    .string()
+    .trim()
+    .toUpperCase()
+    .refine(isRegion, "must be an ISO 3166 alpha-2 region libphonenumber knows, such as DE or US"),
+).describe(
+  "The region (ISO 3166 alpha-2) of a phone number written without its country code, in `PUT /v1/me/phone` and a finder's " +
+    "fromContact. Unset: only numbers with their country code (+49…) are read.",
+);
+const smsCredentials = ["SMS_ACCOUNT_SID", "SMS_AUTH_TOKEN", "SMS_FROM"] as const;
+const smsNotifier = {
+  SMS_API_BASE_URL: z
+    .string()
+    .url()
+    .default("https://api.twilio.com")
+    .describe("The SMS provider's REST API: texts are POSTed to `{base}/2010-04-01/Accounts/{SMS_ACCOUNT_SID}/Messages.json`."),
+  SMS_ACCOUNT_SID: optionalSetting(z.string().regex(/^[A-Za-z0-9]{2,64}$/, "must be the provider's account id (letters and digits)")).describe(
+    "The SMS provider's account id: the user of its REST API's basic auth and part of its URL. With `SMS_AUTH_TOKEN` and " +
+      "`SMS_FROM`, turns the `sms` channel on.",
+  ),
+  SMS_AUTH_TOKEN: smsAuthToken,
+  SMS_FROM: optionalSetting(z.string().regex(/^\+[1-9]\d{6,14}$/, "must be a number in E.164 form, such as +4915112345678")).describe(
+    "The service's number, in E.164 form: every text is sent from it, and replies come to it.",
+  ),
+  SMS_DEFAULT_REGION: smsDefaultRegion,
+  SMS_DAILY_LIMIT_PER_RECIPIENT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(10)
+    .describe("Texts one number gets in a UTC day; past it a text dead-letters (`sms budget exhausted`) and the in-app notification stands."),
+  SMS_DAILY_SEGMENTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10_000_000)
+    .default(1000)
+    .describe("Segments the whole service sends in a UTC day; past it a text dead-letters (`sms budget exhausted`)."),
 };
 
 /** One NATS URL, or several comma-separated (the nodes of a cluster); every entry must be non-empty. */
@@ -533,6 +586,8 @@ const apiSettings = defineProcess({
       ),
     VAPID_PUBLIC_KEY: vapidPublicKey,
     PUSH_ENDPOINT_ALLOW: pushEndpointAllow,
+    SMS_AUTH_TOKEN: smsAuthToken,
+    SMS_DEFAULT_REGION: smsDefaultRegion,
     PARTNER_API_KEYS: csv.describe(
       "The partner API's integration keys, one per integrating program (shelter software): every `/partners` call carries one in " +
         "`x-api-key`. None set: every `/partners` call is 401.",
@@ -730,6 +785,12 @@ const notifierSettings = defineProcess({
       .describe("Photo processing jobs at once, each decoding up to a 1600 px raster (about 10 MB) besides the original."),
     ...objectStorage,
     ...webPushNotifier,
+    ...smsNotifier,
+    PUBLIC_BASE_URL: optionalSetting(z.string().url()).describe(
+      "The API's public base as the SMS provider reaches it: the `StatusCallback` of each text (`/v1/sms/status`, whose signature " +
+        "the API checks on its own `PUBLIC_BASE_URL`: the same value in both) and the links texts end with. Required with the `sms` " +
+        "channel outside development; there, when unset, `API_PUBLIC_BASE_URL`.",
+    ),
     PARTNER_PHOTO_FETCH_ALLOW: csv.describe(
       "Host names whose partner photo URLs are fetched over plain http and to any address, loopback included: for tests only. " +
         "Any other host is fetched over https only, and never from a private, loopback, link-local or metadata address.",
@@ -744,7 +805,7 @@ const notifierSettings = defineProcess({
   requiredOutsideDevelopment: [...objectStorageCredentials, "ALERT_UNSUBSCRIBE_SECRET", "VAPID_PUBLIC_KEY", "VAPID_PRIVATE_KEY", "VAPID_SUBJECT"],
   developmentOnly: [],
   developmentFallbacks,
-  allOrNone: [objectStorageCredentials],
+  allOrNone: [objectStorageCredentials, smsCredentials],
 });
 
 /** `api migrate …` and the operator tasks: a database and, for migrate, a logger. */
@@ -897,6 +958,10 @@ export function loadRelayConfig(env: Env): RelayConfig {
 /** The notifier processes and deletes photos: outside development it needs the bucket as the API does. */
 export function loadNotifierConfig(env: Env): NotifierConfig {
   const { config, environment } = loadProcess(notifierSettings, notifierSchema, env);
+  // The texts' status callbacks must reach the API at the URL it checks their signatures on: no localhost guess outside development.
+  if (config.SMS_ACCOUNT_SID !== undefined && config.PUBLIC_BASE_URL === undefined && environment.value !== "development") {
+    throw new ConfigError("PUBLIC_BASE_URL", `is required with SMS_ACCOUNT_SID when ${environment.setting}=${environment.value}`);
+  }
   return withUnsubscribeSecret(config, environment);
 }
 

@@ -36,6 +36,10 @@ export const EventType = {
   PhotoDeleted: "events.photo.deleted.v1",
   /** An address was set: its confirmation email is queued (the API writes it; no handler). */
   EmailConfirmationRequested: "events.account.email_confirmation_requested.v1",
+  /** A phone number was set: its code text is queued (the API writes it; no handler). */
+  PhoneVerificationRequested: "events.account.phone_verification_requested.v1",
+  /** A text reached the service's number: its answers and forwards are queued (the API writes them; no handler). */
+  SmsReceived: "events.sms.received.v1",
 } as const;
 
 export type EventType = (typeof EventType)[keyof typeof EventType];
@@ -223,6 +227,16 @@ export const eventCatalogue = {
     actorId: ActorId,
     emailConfirmationId: z.uuid(),
     notificationId: z.uuid(),
+  }),
+  /** Ids only: neither the number nor the code, which is made when the text is sent. */
+  [EventType.PhoneVerificationRequested]: z.object({
+    actorId: ActorId,
+    phoneVerificationId: z.uuid(),
+    notificationId: z.uuid(),
+  }),
+  /** Ids only: neither number nor text. */
+  [EventType.SmsReceived]: z.object({
+    smsInboundId: z.uuid(),
   }),
 } as const satisfies Record<EventType, z.ZodObject>;
 

@@ -1,6 +1,6 @@
 import type { Queryable } from "./db.js";
 import type { EventType } from "./events.js";
-import type { Channel, NotificationKind, NotificationStatus } from "./notifications.js";
+import { DEFAULT_SMS_KINDS, type Channel, type NotificationKind, type NotificationStatus } from "./notifications.js";
 import type { FoundReportPartner } from "./partners.js";
 
 /**
@@ -47,6 +47,10 @@ export interface EmailPreference {
   pushKinds?: NotificationKind[] | null;
   /** Whether the recipient has a push subscription now: a push notification is written only then. */
   hasPush?: boolean;
+  /** Kinds texted to a verified phone; null means DEFAULT_SMS_KINDS. */
+  smsKinds?: NotificationKind[] | null;
+  /** Whether the recipient has a verified phone that has not sent STOP: an sms notification is written only then. */
+  hasPhone?: boolean;
 }
 
 /**
@@ -59,7 +63,9 @@ export async function emailPreferences(client: Queryable, actorIds: string[]): P
   if (actorIds.length === 0) return new Map();
   const { rows } = await client.query<EmailPreference & { actorId: string }>(
     `select a.id as "actorId", p.email, p.email_kinds as "emailKinds", p.push_kinds as "pushKinds",
-       exists (select 1 from push_subscription s where s.actor_id = a.id) as "hasPush"
+       exists (select 1 from push_subscription s where s.actor_id = a.id) as "hasPush",
+       p.sms_kinds as "smsKinds",
+       p.phone is not null and not exists (select 1 from sms_number n where n.phone = p.phone and n.stopped_at is not null) as "hasPhone"
      from unnest($1::text[]) as a(id)
      left join notification_preference p on p.actor_id = a.id
      where p.actor_id is not null or exists (select 1 from push_subscription s where s.actor_id = a.id)`,
@@ -73,12 +79,17 @@ export async function emailPreferences(client: Queryable, actorIds: string[]): P
  * this kind by email; push as well when they have a push subscription now
  * and want this kind pushed (pushKinds null: every kind). A recipient with no
  * subscription gets no push row at all, rather than one that dead-letters.
+ * sms as well when they have a verified phone that has not sent STOP and want
+ * this kind texted (smsKinds null: DEFAULT_SMS_KINDS).
  */
 export function channelsFor(kind: NotificationKind, preference: EmailPreference | undefined): Channel[] {
   const email = preference?.email && (preference.emailKinds === null || preference.emailKinds.includes(kind));
   const push = preference?.hasPush && (preference.pushKinds == null || preference.pushKinds.includes(kind));
+  const sms = preference?.hasPhone && (preference.smsKinds ?? (DEFAULT_SMS_KINDS as readonly NotificationKind[])).includes(kind);
   const channels: Channel[] = email ? ["in_app", "email"] : ["in_app"];
-  return push ? [...channels, "push"] : channels;
+  if (push) channels.push("push");
+  if (sms) channels.push("sms");
+  return channels;
 }
 
 export interface NewNotification extends NotificationDraft {

@@ -11,7 +11,7 @@ interface Queryable {
   query<R>(text: string, values?: unknown[]): Promise<{ rows: R[] }>;
 }
 
-export const CHANNELS = ["in_app", "email", "push"] as const;
+export const CHANNELS = ["in_app", "email", "push", "sms"] as const;
 export type Channel = (typeof CHANNELS)[number];
 
 export const NOTIFICATION_STATUSES = ["pending", "sent", "failed", "dead_letter"] as const;
@@ -31,6 +31,12 @@ export const CONTACT_MESSAGE_KIND = "relay_message";
  */
 export const EMAIL_CONFIRMATION_KIND = "email_confirmation";
 
+/** A text with the code that confirms a phone number: the only text that goes to a number before it is verified. */
+export const PHONE_VERIFICATION_KIND = "phone_verification";
+
+/** The service's own answer to a text: a keyword's confirmation, the HELP text, or why a reply could not be passed on. */
+export const SMS_REPLY_KIND = "sms_reply";
+
 /** What a notification is about (contract, part 2); a recipient may limit email to some kinds. */
 export const NOTIFICATION_KINDS = [
   CONTACT_MESSAGE_KIND,
@@ -42,8 +48,16 @@ export const NOTIFICATION_KINDS = [
   "content_moderated",
   "account_suspended",
   EMAIL_CONFIRMATION_KIND,
+  PHONE_VERIFICATION_KIND,
+  SMS_REPLY_KIND,
 ] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+/** Kinds the service writes for its own purposes, never through a recipient's choice: not kinds one may choose. */
+export const SERVICE_KINDS = [EMAIL_CONFIRMATION_KIND, PHONE_VERIFICATION_KIND, SMS_REPLY_KIND] as const satisfies readonly NotificationKind[];
+
+/** The kinds texted to a verified phone when smsKinds is left unset (contract part 4, "SMS"): nearby_lost only when listed. */
+export const DEFAULT_SMS_KINDS = ["match", CONTACT_MESSAGE_KIND, "tag_scanned"] as const satisfies readonly NotificationKind[];
 
 // ---- the delivery lock ------------------------------------------------------
 
@@ -116,6 +130,14 @@ export const NO_PUSH_SUBSCRIPTION = "no push subscription";
 
 /** A push endpoint whose address is refused when the notifier connects (its name now resolves to a private address). */
 export const PUSH_ENDPOINT_REFUSED = "push endpoint refused";
+/** A text over the daily cap of its number or the service's daily segments: the in-app notification stands. */
+export const SMS_BUDGET_EXHAUSTED = "sms budget exhausted";
+/** A text to a number that sent STOP (or that the provider reports opted out, code 21610). */
+export const SMS_STOPPED = "sms recipient stopped";
+/** A text for an actor with no verified phone (none set, or one still waiting for its code). */
+export const NO_PHONE = "no verified phone for recipient";
+/** A code text whose number was changed, removed or verified before it went out. */
+export const PHONE_VERIFICATION_GONE = "phone verification no longer pending";
 
 /** Push kinds sent with `Urgency: high` (RFC 8030 5.3): the ones an owner out searching must see at once. */
 export const HIGH_URGENCY_KINDS: readonly NotificationKind[] = ["match", CONTACT_MESSAGE_KIND, "sighting", "tag_scanned"];
@@ -127,6 +149,10 @@ const permanentPatterns = [
   new RegExp(CONFIRMATION_GONE, "i"),
   new RegExp(NO_PUSH_SUBSCRIPTION, "i"),
   new RegExp(PUSH_ENDPOINT_REFUSED, "i"),
+  new RegExp(SMS_BUDGET_EXHAUSTED, "i"),
+  new RegExp(SMS_STOPPED, "i"),
+  new RegExp(NO_PHONE, "i"),
+  new RegExp(PHONE_VERIFICATION_GONE, "i"),
   /\bsmtp 5\d\d\b/i,
 ];
 

@@ -56,11 +56,11 @@ try {
   exitFatal(logger, `notifier: connect: ${(err as Error).message}`, err);
 }
 
-const deliverers = buildDeliverers(config, pool);
+const metricsRegistry = createMetricsRegistry("notifier");
+const deliverers = buildDeliverers(config, pool, metricsRegistry);
 // The jobs that record events (matching, photo processing) wake the relay over the bus after
 // their commit; the consumer's transactions write no outbox rows.
 const wakeRelay = relayWaker(nc);
-const metricsRegistry = createMetricsRegistry("notifier");
 const metrics = createNotifierMetrics(metricsRegistry, {
   db: pool,
   nc,
@@ -71,6 +71,7 @@ const storage = createObjectStorage(config);
 const slots: Record<JobFamily, number> = {
   "delivery-email": config.NOTIFIER_DELIVERY_CONCURRENCY,
   "delivery-push": config.NOTIFIER_DELIVERY_CONCURRENCY,
+  "delivery-sms": config.NOTIFIER_DELIVERY_CONCURRENCY,
   fanout: config.NOTIFIER_FANOUT_CONCURRENCY,
   matching: config.NOTIFIER_MATCHING_CONCURRENCY,
   photos: config.NOTIFIER_PHOTO_CONCURRENCY,

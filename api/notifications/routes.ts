@@ -152,18 +152,20 @@ export const notificationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { 
           "and Retry-After, and changes nothing. With EMAIL_VERIFICATION=off (the default in development) an address is confirmed " +
           "as soon as it is set, and no confirmation email is sent. " +
           "The earlier {channel} stays accepted: in_app means emailKinds [], email means every kind. Applies to notifications created from now on. " +
-          "pushKinds: the kinds also pushed to your push subscriptions (null: every kind; left out: unchanged).",
+          "pushKinds: the kinds also pushed to your push subscriptions (null: every kind; left out: unchanged). " +
+          "smsKinds: the kinds also texted to your verified phone (PUT /v1/me/phone; null: match, relay_message and tag_scanned; " +
+          "left out: unchanged). phoneStatus and phoneEnding show the phone, never its number.",
         body: PutNotificationPreferencesBody,
         response: { 200: NotificationPreferences, ...problemResponses(400, 401, 429) },
       },
     },
     async (request) => {
       const actor = requireActor(request);
-      const { channel, email, emailKinds, pushKinds } = request.body;
+      const { channel, email, emailKinds, pushKinds, smsKinds } = request.body;
       const onlyPush = emailKinds === undefined && channel === undefined && email === undefined;
       const kinds = onlyPush ? undefined : (emailKinds ?? (channel === "in_app" ? [] : null));
       return withTransaction(pool, async (client) => {
-        await putPreferences(client, actor.id, kinds, await addressToUse(client, actor.id, email, request.log), pushKinds);
+        await putPreferences(client, actor.id, kinds, await addressToUse(client, actor.id, email, request.log), pushKinds, smsKinds);
         return getPreferences(client, actor.id);
       });
     },

@@ -1,12 +1,16 @@
 import { z } from "zod";
-import { CHANNELS, EMAIL_CONFIRMATION_KIND, NOTIFICATION_KINDS, NOTIFICATION_STATUSES } from "../../lib/notifications.js";
+import { CHANNELS, DEFAULT_SMS_KINDS, NOTIFICATION_KINDS, NOTIFICATION_STATUSES, SERVICE_KINDS } from "../../lib/notifications.js";
+import { PhoneEndingField, PhoneStatusField } from "../phone/schemas.js";
 import { FoundReportPartner } from "../schemas.js";
 
 export const Channel = z.enum(CHANNELS);
 export const NotificationStatus = z.enum(NOTIFICATION_STATUSES);
 export const NotificationKind = z.enum(NOTIFICATION_KINDS);
-/** The kinds one may choose to get by email: a confirmation email goes to the address it confirms whatever is chosen. */
-export const EmailKind = NotificationKind.exclude([EMAIL_CONFIRMATION_KIND]);
+/**
+ * The kinds one may choose to get by email (and push, and text): a confirmation email goes to the address it
+ * confirms, and a code or the service's answer to a text to its number, whatever is chosen.
+ */
+export const EmailKind = NotificationKind.exclude([...SERVICE_KINDS]);
 export type EmailKind = z.output<typeof EmailKind>;
 
 export const EMAIL_STATUSES = ["none", "pending", "confirmed"] as const;
@@ -45,6 +49,12 @@ export const NotificationPreferences = z
       .array(EmailKind)
       .nullable()
       .describe("Kinds also pushed to your phones and browsers (POST /v1/me/push-subscriptions); null means every kind."),
+    smsKinds: z
+      .array(EmailKind)
+      .nullable()
+      .describe(`Kinds also texted to your verified phone (PUT /v1/me/phone); null means ${DEFAULT_SMS_KINDS.join(", ")}.`),
+    phoneStatus: PhoneStatusField,
+    phoneEnding: PhoneEndingField,
     channel: Channel.describe(
       "The earlier single-channel view: email when some kinds go by email to a confirmed address, else in_app.",
     ),
@@ -63,13 +73,19 @@ export const PutNotificationPreferencesBody = z
       .nullable()
       .optional()
       .describe("Kinds also pushed to your push subscriptions: null means every kind, left out keeps the stored choice."),
-    // The earlier single channel: push never was one (pushKinds chooses it).
-    channel: Channel.exclude(["push"])
+    smsKinds: z
+      .array(EmailKind)
+      .max(NOTIFICATION_KINDS.length)
+      .nullable()
+      .optional()
+      .describe(`Kinds also texted to your verified phone: null means ${DEFAULT_SMS_KINDS.join(", ")}, left out keeps the stored choice.`),
+    // The earlier single channel: push and sms never were one (pushKinds and smsKinds choose them).
+    channel: Channel.exclude(["push", "sms"])
       .optional()
       .describe("Still accepted: in_app means emailKinds [], email means every kind. emailKinds wins when both are sent."),
   })
   .strict()
-  .refine((body) => Object.keys(body).length > 0, { message: "send at least one of email, emailKinds, pushKinds, channel" })
+  .refine((body) => Object.keys(body).length > 0, { message: "send at least one of email, emailKinds, pushKinds, smsKinds, channel" })
   .meta({ id: "PutNotificationPreferences" });
 export type PutNotificationPreferencesBody = z.output<typeof PutNotificationPreferencesBody>;
 

@@ -6,6 +6,7 @@ import { EMAIL_CONFIRMATION_KIND, type Channel, type NotificationKind, type Noti
 import { recordEvent, type EventLog } from "../../lib/outbox.js";
 import { enqueueDeliveries } from "../../jobs/queue.js";
 import type { TimeIdCursor } from "../pagination.js";
+import { phoneState } from "../phone/store.js";
 import type { EmailKind, EmailStatus, NotificationPreferences } from "./schemas.js";
 
 export interface MyNotificationRow {
@@ -59,17 +60,20 @@ export async function getPreferences(client: Queryable, actorId: string): Promis
     pendingEmail: string | null;
     emailKinds: EmailKind[] | null;
     pushKinds: EmailKind[] | null;
+    smsKinds: EmailKind[] | null;
     updatedAt: Date;
   }>(
-    `select p.email, c.email as "pendingEmail", p.email_kinds as "emailKinds", p.push_kinds as "pushKinds", p.updated_at as "updatedAt"
+    `select p.email, c.email as "pendingEmail", p.email_kinds as "emailKinds", p.push_kinds as "pushKinds", p.sms_kinds as "smsKinds",
+       p.updated_at as "updatedAt"
      from notification_preference p
      left join email_confirmation c on c.actor_id = p.actor_id
      where p.actor_id = $1::text`,
     [actorId],
   );
   const row = rows[0];
+  const phone = await phoneState(client, actorId);
   // Never chosen: in_app only (no address), every kind by email once an address is set.
-  if (!row) return { email: null, emailStatus: "none", emailKinds: null, pushKinds: null, channel: "in_app", updatedAt: null };
+  if (!row) return { email: null, emailStatus: "none", emailKinds: null, pushKinds: null, smsKinds: null, ...phone, channel: "in_app", updatedAt: null };
   const emailStatus: EmailStatus = row.pendingEmail !== null ? "pending" : row.email !== null ? "confirmed" : "none";
   const emails = emailStatus === "confirmed" && (row.emailKinds === null || row.emailKinds.length > 0);
   return {
@@ -77,6 +81,8 @@ export async function getPreferences(client: Queryable, actorId: string): Promis
     emailStatus,
     emailKinds: row.emailKinds,
     pushKinds: row.pushKinds,
+    smsKinds: row.smsKinds,
+    ...phone,
     channel: emails ? "email" : "in_app",
     updatedAt: row.updatedAt.toISOString(),
   };
@@ -93,17 +99,29 @@ export async function putPreferences(
   emailKinds: EmailKind[] | null | undefined,
   email: string | null | undefined,
   pushKinds?: EmailKind[] | null,
+  smsKinds?: EmailKind[] | null,
 ): Promise<void> {
-  // pushKinds left out keeps the stored choice; a new row gets null (every kind).
+  // pushKinds and smsKinds left out keep the stored choice; a new row gets null (every kind, the default kinds).
   await client.query(
-    `insert into notification_preference (actor_id, email_kinds, email, push_kinds)
-     values ($1::text, $2::text[], $3::text, $5::text[])
+    `insert into notification_preference (actor_id, email_kinds, email, push_kinds, sms_kinds)
+     values ($1::text, $2::text[], $3::text, $5::text[], $8::text[])
      on conflict (actor_id) do update
      set email_kinds = case when $7::boolean then excluded.email_kinds else notification_preference.email_kinds end,
        email = case when $4::boolean then excluded.email else notification_preference.email end,
        push_kinds = case when $6::boolean then excluded.push_kinds else notification_preference.push_kinds end,
+       sms_kinds = case when $9::boolean then excluded.sms_kinds else notification_preference.sms_kinds end,
        updated_at = now()`,
-    [actorId, emailKinds ?? null, email ?? null, email !== undefined, pushKinds ?? null, pushKinds !== undefined, emailKinds !== undefined],
+    [
+      actorId,
+      emailKinds ?? null,
+      email ?? null,
+      email !== undefined,
+      pushKinds ?? null,
+      pushKinds !== undefined,
+      emailKinds !== undefined,
+      smsKinds ?? null,
+      smsKinds !== undefined,
+    ],
   );
 }
 
@@ -124,17 +142,20 @@ export async function lockAddressInUse(client: Queryable, actorId: string): Prom
   return rows[0]?.email ?? null;
 }
 
-/** Confirmation emails the actor caused in the last hour, and the seconds until the oldest of them leaves that hour. */
-export async function recentConfirmations(client: Queryable, actorId: string): Promise<{ count: number; secondsUntilSlot: number }> {
+/** Notifications of `kind` the actor caused in the last hour, and the seconds until the oldest of them leaves that hour. */
+export async function recentOfKind(client: Queryable, actorId: string, kind: NotificationKind): Promise<{ count: number; secondsUntilSlot: number }> {
   const { rows } = await client.query<{ count: number; secondsUntilSlot: number | null }>(
     `select count(*)::int as count,
        extract(epoch from min(created_at) + interval '1 hour' - now())::float8 as "secondsUntilSlot"
      from notification
      where recipient_actor_id = $1::text and kind = $2::text and created_at > now() - interval '1 hour'`,
-    [actorId, EMAIL_CONFIRMATION_KIND],
+    [actorId, kind],
   );
   return { count: rows[0]!.count, secondsUntilSlot: rows[0]!.secondsUntilSlot ?? 0 };
 }
+
+/** Confirmation emails the actor caused in the last hour (recentOfKind). */
+export const recentConfirmations = (client: Queryable, actorId: string) => recentOfKind(client, actorId, EMAIL_CONFIRMATION_KIND);
 
 /** Drops the actor's waiting confirmation, if any: its link stops working. */
 export async function dropConfirmation(client: Queryable, actorId: string): Promise<void> {

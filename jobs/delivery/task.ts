@@ -14,6 +14,7 @@ export type DeliveryChannel = Exclude<Channel, "in_app">;
 export const DELIVERY_TASKS = {
   email: { one: "notification__deliver_email", batch: "notification__deliver_batch_email" },
   push: { one: "notification__deliver_push", batch: "notification__deliver_batch_push" },
+  sms: { one: "notification__deliver_sms", batch: "notification__deliver_batch_sms" },
   // Only an in_app row some older writer left pending (the stall sweep finds it): the email family runs it.
   in_app: { one: "notification__deliver_in_app", batch: "notification__deliver_batch_in_app" },
 } as const satisfies Record<Channel, { one: string; batch: string }>;

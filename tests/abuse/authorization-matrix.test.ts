@@ -97,6 +97,17 @@ const ownerOnly: Record<string, Partial<Record<Caller, Expected>>> = {
   "DELETE /v1/me/push-subscriptions/:id": { "other actor": { status: 404, slug: "not-found" }, admin: { status: 404, slug: "not-found" } },
   // A push endpoint belongs to one actor: the walk posts one endpoint, the owner first, so the others get 409.
   "POST /v1/me/push-subscriptions": { "other actor": { status: 409, slug: "conflict" }, admin: { status: 409, slug: "conflict" } },
+  // Public (the SMS provider's webhooks), but the matrix's request carries no X-Twilio-Signature: refused by the route's check.
+  // A signed request's answer is tested in tests/sms/webhooks.test.ts and in privacy.test.ts.
+  "POST /v1/sms/status": { anonymous: forbidden, actor: forbidden, "other actor": forbidden, admin: forbidden },
+  "POST /v1/sms/inbound": { anonymous: forbidden, actor: forbidden, "other actor": forbidden, admin: forbidden },
+  // Any actor may, but the matrix's API sends no texts (no SMS settings) and so has no code waiting: tests/sms/phone.test.ts.
+  "PUT /v1/me/phone": { actor: { status: 409, slug: "conflict" }, "other actor": { status: 409, slug: "conflict" }, admin: { status: 409, slug: "conflict" } },
+  "POST /v1/me/phone/verify": {
+    actor: { status: 409, slug: "conflict" },
+    "other actor": { status: 409, slug: "conflict" },
+    admin: { status: 409, slug: "conflict" },
+  },
   "POST /v1/alert-subscriptions/unsubscribe": {
     anonymous: { status: 400, slug: "validation-failed" },
     actor: { status: 400, slug: "validation-failed" },

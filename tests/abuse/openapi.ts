@@ -94,7 +94,7 @@ export function nonNull(schema: JsonSchema): JsonSchema {
 }
 
 // Strings tried, in order, against a pattern that has no format to go by.
-const PATTERN_CANDIDATES = ["abcde", "CHIP-12345", "fuzz_reason", "fuzz-user-1", "someone@example.com", "5m", "1h", "2025-01-01"];
+const PATTERN_CANDIDATES = ["abcde", "CHIP-12345", "fuzz_reason", "fuzz-user-1", "someone@example.com", "5m", "1h", "2025-01-01", "123456"];
 
 /** A string the schema accepts. */
 function exampleString(schema: JsonSchema, name: string): string {

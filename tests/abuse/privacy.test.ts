@@ -1,6 +1,7 @@
 import Fastify from "fastify";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createAuthenticator, PLATFORM_ADMIN, registerAuth } from "../../api/plugins/auth.js";
+import { getExpectedTwilioSignature } from "twilio/lib/webhooks/webhooks.js";
 import { signUnsubscribeToken } from "../../lib/alert-unsubscribe.js";
 import { hashToken, newToken } from "../../lib/secret-token.js";
 import { DEVELOPMENT_UNSUBSCRIBE_SECRET, loadApiConfig } from "../../lib/config.js";
@@ -9,7 +10,9 @@ import { as, devEnv } from "../helpers/app.js";
 import { checkPublicResponses, PrivacyRules, privacyStats, takePrivacyViolations } from "../helpers/privacy.js";
 import { CONTACT, MICROCHIPS, OTHER, OWNER, PRECISE, seedWorld, useAbuseHarness, VERIFICATION_DETAIL, type World } from "./harness.js";
 
-const h = useAbuseHarness();
+/** The SMS provider's webhooks answer only requests signed with this token (tests/sms/webhooks.test.ts tests the signatures). */
+const SMS_TOKEN = "privacy-sms-auth-token";
+const h = useAbuseHarness({ extra: { SMS_AUTH_TOKEN: SMS_TOKEN } });
 let world: World;
 
 beforeAll(async () => {
@@ -270,6 +273,33 @@ describe("no public response carries a precise location, a reporter id, contact 
         });
         expect(res.statusCode, `${viewer} ${url} ${res.body.slice(0, 200)}`).toBe(200);
         expect(seededRules().violations(res.body), `${viewer} ${url}`).toEqual([]);
+      }
+    }
+  });
+
+  it("answers the SMS provider's signed webhooks with nothing about the number or the actor, as every kind of viewer", async () => {
+    // A verified owner's number: the answer to its texts must not carry it, nor the owner's id.
+    const phone = "+4917612399001";
+    await h.pool.query(`insert into notification_preference (actor_id, phone) values ($1, $2) on conflict (actor_id) do update set phone = $2`, [OWNER, phone]);
+    const rules = seededRules().text(phone).text("17612399001");
+    let n = 0;
+    for (const [viewer, headers] of viewers) {
+      const sid = `SMprivacy${++n}`;
+      const posts: [string, Record<string, string>][] = [
+        ["/v1/sms/inbound", { MessageSid: sid, From: phone, To: "+4915112340000", Body: "HELP" }],
+        ["/v1/sms/status", { MessageSid: sid, MessageStatus: "delivered", To: phone }],
+      ];
+      for (const [url, params] of posts) {
+        // The harness runs development settings: PUBLIC_BASE_URL is API_PUBLIC_BASE_URL's default.
+        const signature = getExpectedTwilioSignature(SMS_TOKEN, `http://localhost:8080${url}`, params);
+        const res = await h.call({
+          method: "POST",
+          url,
+          headers: { ...headers, "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": signature },
+          payload: new URLSearchParams(params).toString(),
+        });
+        expect(res.statusCode, `${viewer} ${url} ${res.body}`).toBeLessThan(300);
+        expect(rules.violations(res.body), `${viewer} ${url}`).toEqual([]);
       }
     }
   });

@@ -82,7 +82,17 @@ afterAll(async () => {
 describe("PUT /v1/me/notification-preferences chooses the email address and which kinds go by email", () => {
   it("defaults to in_app only with no address, and stores a chosen channel and address", async () => {
     const before = await api.app.inject({ method: "GET", url: "/v1/me/notification-preferences", headers: as("pref-1") });
-    expect(before.json()).toEqual({ channel: "in_app", email: null, emailStatus: "none", emailKinds: null, pushKinds: null, updatedAt: null });
+    expect(before.json()).toEqual({
+      channel: "in_app",
+      email: null,
+      emailStatus: "none",
+      emailKinds: null,
+      pushKinds: null,
+      smsKinds: null,
+      phoneStatus: "none",
+      phoneEnding: null,
+      updatedAt: null,
+    });
 
     const put = await api.app.inject({
       method: "PUT",
