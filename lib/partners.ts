@@ -18,6 +18,13 @@ export type PartnerDateFormat = (typeof PARTNER_DATE_FORMATS)[number];
 /** A found report's closed_reason once its animal left the partner's custody (lib/report-lifecycle.ts). */
 export const LEFT_CUSTODY = "left_custody";
 
+/** Where the partner API lives (api/partners/): every path under it answers as the partner API does, an unknown one included. */
+export const PARTNER_API_PREFIX = "/partners";
+
+/** Whether a request URL (path and query) is under the partner API. */
+export const isPartnerUrl = (url: string): boolean =>
+  url === PARTNER_API_PREFIX || url.startsWith(`${PARTNER_API_PREFIX}/`) || url.startsWith(`${PARTNER_API_PREFIX}?`);
+
 const ACTOR_PREFIX = "partner:";
 
 /** The partner as an actor: the reporter of the found reports it publishes, and a notification recipient. */

@@ -5,12 +5,15 @@ import { PhotoList } from "../../photos/schemas.js";
 import { FoundReportPartner, Point } from "../../schemas.js";
 import { AnimalDescription, CoarseLocation, ModerationState, PastTimestamp, PublicAnimal, ReportStatus, text } from "../schemas.js";
 
+/** The longest description a report holds. */
+export const REPORT_DESCRIPTION_MAX = 5000;
+
 export const CreateLostReportBody = z
   .object({
     animal: AnimalDescription,
     lastSeenAt: PastTimestamp,
     location: Point,
-    description: text(5000).optional(),
+    description: text(REPORT_DESCRIPTION_MAX).optional(),
     verificationDetail: text(500).optional(),
   })
   .meta({ id: "CreateLostReport" });
@@ -21,7 +24,7 @@ export const CreateFoundReportBody = z
     animal: AnimalDescription.omit({ name: true }),
     foundAt: PastTimestamp,
     location: Point,
-    description: text(5000).optional(),
+    description: text(REPORT_DESCRIPTION_MAX).optional(),
   })
   .meta({ id: "CreateFoundReport" });
 export type CreateFoundReportBody = z.output<typeof CreateFoundReportBody>;
