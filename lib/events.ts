@@ -69,6 +69,8 @@ const PartnerContact = z.object({
   email: z.string().max(320).optional(),
   address: z.string().max(500).optional(),
   website: z.string().max(2000).optional(),
+  /** The end of the stray hold: until then the partner keeps the animal for its owner (contract part 4). */
+  heldUntil: Instant.optional(),
 });
 
 /** A photo and what it belongs to (lib/photos.ts). */

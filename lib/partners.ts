@@ -15,6 +15,10 @@ export type PartnerKind = (typeof PARTNER_KINDS)[number];
 export const PARTNER_DATE_FORMATS = ["YYYY-MM-DD", "MM/DD/YYYY", "DD/MM/YYYY", "DD.MM.YYYY"] as const;
 export type PartnerDateFormat = (typeof PARTNER_DATE_FORMATS)[number];
 
+/** Days a partner holds a stray before it may be rehomed, unless the admin sets another figure (0 to 30). */
+export const DEFAULT_STRAY_HOLD_DAYS = 5;
+export const MAX_STRAY_HOLD_DAYS = 30;
+
 /** A found report's closed_reason once its animal left the partner's custody (lib/report-lifecycle.ts). */
 export const LEFT_CUSTODY = "left_custody";
 
@@ -100,6 +104,21 @@ export interface FoundReportPartner extends PartnerPublicContact {
   kind: PartnerKind;
 }
 
+/** A partner holding a found animal, and until when it holds it as a stray (what the owner's notifications say). */
+export interface HoldingPartner extends FoundReportPartner {
+  /** ISO time: the end of the day (UTC) intakeDate + strayHoldDays. */
+  heldUntil: string;
+}
+
+/**
+ * SQL for the end of a stray hold: the last millisecond of the day (UTC)
+ * `intakeDate + strayHoldDays`, from the found report `report` (found_at is
+ * its intake date) and its partner `partner`. Computed on read, so an
+ * admin's new strayHoldDays applies to the animals held now.
+ */
+export const heldUntilSql = (report: string, partner: string): string =>
+  `(date_trunc('day', ${report}.found_at, 'UTC') + make_interval(days => ${partner}.stray_hold_days + 1) - interval '1 millisecond')`;
+
 /**
  * SQL giving the partner of the found report `alias` as JSON
  * `{name, kind, phone?, email?, address?, website?}`, or null when the
@@ -109,10 +128,18 @@ export const foundReportPartnerSql = (alias: string): string =>
   `(select jsonb_build_object('name', pt.name, 'kind', pt.kind) || jsonb_strip_nulls(pt.public_contact)
     from partner pt where pt.id = ${alias}.partner_id and ${alias}.status = 'open')`;
 
-/** The partner in whose custody the found report is, or null; for the API's views and the notifier's messages. */
-export async function readFoundReportPartner(client: Queryable, foundReportId: string): Promise<FoundReportPartner | null> {
-  const { rows } = await client.query<{ partner: FoundReportPartner | null }>(
-    `select ${foundReportPartnerSql("r")} as partner from safety_found_report r where r.id = $1::uuid`,
+/** SQL giving the end of the stray hold of the found report `alias` (timestamptz), or null when no partner holds it. */
+export const foundReportHeldUntilSql = (alias: string): string =>
+  `(select ${heldUntilSql(alias, "pt")} from partner pt where pt.id = ${alias}.partner_id and ${alias}.status = 'open')`;
+
+/** ISO text of a timestamptz in SQL, to the millisecond with a Z, whatever the session's time zone. */
+const isoSql = (value: string) => `to_char(${value} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** The partner in whose custody the found report is and until when it holds it, or null; for the notifier's messages. */
+export async function readFoundReportPartner(client: Queryable, foundReportId: string): Promise<HoldingPartner | null> {
+  const { rows } = await client.query<{ partner: HoldingPartner | null }>(
+    `select ${foundReportPartnerSql("r")} || jsonb_build_object('heldUntil', ${isoSql(foundReportHeldUntilSql("r"))}) as partner
+     from safety_found_report r where r.id = $1::uuid`,
     [foundReportId],
   );
   return rows[0]?.partner ?? null;

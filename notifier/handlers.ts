@@ -3,6 +3,7 @@ import { describeMatch, matchesPath } from "../lib/matches.js";
 import { CONTACT_MESSAGE_TARGET_TYPE } from "../lib/moderation.js";
 import { CONTACT_MESSAGE_KIND, type NotificationKind } from "../lib/notifications.js";
 import type { FoundReportPartner } from "../lib/partners.js";
+import { holdEndText } from "./holds/text.js";
 
 /** A notification's `data`: ids to follow, and for a shelter's animal the shelter's public contact. */
 export type NotificationData = Record<string, string | FoundReportPartner>;
@@ -195,10 +196,10 @@ const matchIds = (data: { matchId: string; lostReportId: string; kind: string; t
     [data.kind === "sighting" ? "sightingId" : "foundReportId"]: data.targetId,
   });
 
-/** Where a shelter's animal is, with the shelter's public contact (public by design: contract, "Shelter partners"). */
-function atPartner(partner: FoundReportPartner): string {
+/** Where a shelter's animal is, with the shelter's public contact (public by design: contract, "Shelter partners"), and until when it is held. */
+function atPartner(partner: FoundReportPartner & { heldUntil?: string }): string {
   const contact = [partner.phone, partner.email, partner.address, partner.website].filter(Boolean).join(", ");
-  return `The animal is at ${partner.name}${contact ? ` (${contact})` : ""}.`;
+  return `The animal is at ${partner.name}${contact ? ` (${contact})` : ""}${partner.heldUntil ? ` until ${holdEndText(partner.heldUntil)}` : ""}.`;
 }
 
 /** An owner hears of the suggestions that do not alert at once at most once per this many seconds per lost report. */

@@ -6,6 +6,7 @@ import { ALERTS_SWEEP_CRONTAB, ALERTS_SWEEP_TASK, alertsSweepTask } from "../job
 import { CONTACT_MESSAGES_DIGEST_CRONTAB, CONTACT_MESSAGES_DIGEST_TASK, contactMessagesDigestTask } from "../jobs/contact-messages-digest.js";
 import { matchSubjectTask } from "../jobs/match-subject.js";
 import { notificationDeliverBatchTask, notificationDeliverTask } from "../jobs/notification-deliver.js";
+import { STRAY_HOLDS_REMIND_CRONTAB, STRAY_HOLDS_REMIND_TASK, strayHoldsRemindTask } from "../jobs/stray-holds-remind.js";
 import { MATCH_SUBJECT_TASK, NOTIFICATION_DELIVER_BATCH_TASK, NOTIFICATION_DELIVER_TASK } from "../lib/job-payloads.js";
 import { runDigest } from "./alerts/digest.js";
 import { requeueStalledFanouts, type FanoutOptions } from "./alerts/fanout.js";
@@ -13,6 +14,7 @@ import { fanoutTasks } from "./alerts/worker.js";
 import { runContactMessageDigest } from "./contact-messages-digest.js";
 import { createBatchDelivery, createDelivery } from "./delivery.js";
 import type { Deliverers } from "./deliverers/types.js";
+import { runHoldReminders } from "./holds/reminder.js";
 import { createMatcher } from "./matching/matcher.js";
 import type { NotifierMetrics } from "./metrics.js";
 
@@ -24,7 +26,7 @@ import type { NotifierMetrics } from "./metrics.js";
  */
 
 /** The notifier worker's recurring tasks. */
-export const NOTIFIER_CRONTAB = [ALERTS_DIGEST_CRONTAB, ALERTS_SWEEP_CRONTAB, CONTACT_MESSAGES_DIGEST_CRONTAB].join("\n");
+export const NOTIFIER_CRONTAB = [ALERTS_DIGEST_CRONTAB, ALERTS_SWEEP_CRONTAB, CONTACT_MESSAGES_DIGEST_CRONTAB, STRAY_HOLDS_REMIND_CRONTAB].join("\n");
 
 /** The alert fan-out's recurring tasks: the morning digest and the stall sweep. */
 export function alertHousekeepingTasks(pool: Pool, fanout?: FanoutOptions): TaskList {
@@ -62,5 +64,6 @@ export function notifierTasks({ pool, deliverers, logger, metrics, wakeRelay, al
     [MATCH_SUBJECT_TASK]: matchSubjectTask(createMatcher({ pool, logger, wakeRelay })),
     ...alertHousekeepingTasks(pool, { deliveryBatch: alertDeliveryBatch }),
     [CONTACT_MESSAGES_DIGEST_TASK]: contactMessagesDigestTask(() => runContactMessageDigest(pool)),
+    [STRAY_HOLDS_REMIND_TASK]: strayHoldsRemindTask(() => runHoldReminders(pool)),
   } as TaskList;
 }

@@ -38,6 +38,17 @@ export const flyerUrl = () => ({
   flyerUrl: z.string().describe("The printable one-page flyer (PDF, `?size=a4|letter`, `?lang=`)."),
 });
 
+/** A found animal in a shelter partner's custody is held this long as a stray (contract part 4). */
+const heldUntil = () => ({
+  heldUntil: z
+    .string()
+    .optional()
+    .describe(
+      "While a shelter partner holds the animal: the end of its stray hold, the end of the day (UTC) intakeDate + the partner's " +
+        "strayHoldDays. After it the animal may be rehomed.",
+    ),
+});
+
 /** Every report view carries its lifetime (contract: "Report views carry expiresAt"). */
 const Lifetime = {
   expiresAt: z
@@ -84,6 +95,7 @@ export const FoundReportPublic = z
     partner: FoundReportPartner.optional().describe(
       "While the animal is in a shelter partner's custody: the partner and its public contact (public by design).",
     ),
+    ...heldUntil(),
   })
   .meta({ id: "FoundReportPublic" });
 
@@ -132,6 +144,7 @@ export const FoundReportPrivate = z
     photos: PhotoList,
     ...shareUrls(),
     ...flyerUrl(),
+    ...heldUntil(),
   })
   .meta({ id: "FoundReportPrivate" });
 

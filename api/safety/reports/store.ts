@@ -5,7 +5,7 @@ import type { Queryable } from "../../../lib/db.js";
 import type { ModerationTargetType } from "../../../lib/moderation.js";
 import { EventType } from "../../../lib/events.js";
 import { coarsen, toWkt, type LatLon } from "../../../lib/geo.js";
-import { foundReportPartnerSql, type FoundReportPartner } from "../../../lib/partners.js";
+import { foundReportHeldUntilSql, foundReportPartnerSql, type FoundReportPartner } from "../../../lib/partners.js";
 import { pointJson, recordWithEvent, type EmbeddedWrite, type EventLog } from "../../../lib/outbox.js";
 import { expiryAfter, reportTable, type ClosedReason, type ReportKind } from "../../../lib/report-lifecycle.js";
 import { SqlParams } from "../../../lib/sql.js";
@@ -196,6 +196,8 @@ export interface FoundReportRow extends ReportRowBase {
   foundAt: Date;
   /** The shelter partner in whose custody the animal is (lib/partners.ts), while the report is open. */
   partner: FoundReportPartner | null;
+  /** The end of that partner's stray hold, while it holds the animal. */
+  heldUntil: Date | null;
 }
 
 const commonColumns = `r.id, r.reporter_id as "reporterId", r.status, r.species, r.breed, r.colors, r.sex,
@@ -214,7 +216,7 @@ export const lostReportColumns = `${commonColumns}, r.animal_name as "animalName
 /** The select list of a FoundReportRow over `safety_found_report r`. */
 export const foundReportColumns = `${commonColumns}, r.found_at as "foundAt",
   ${moderationStateOf("found_report", "r.id")} as "moderationState",
-  ${foundReportPartnerSql("r")} as partner`;
+  ${foundReportPartnerSql("r")} as partner, ${foundReportHeldUntilSql("r")} as "heldUntil"`;
 
 export async function getLostReport(client: Queryable, id: string): Promise<LostReportRow | null> {
   const { rows } = await client.query<LostReportRow>(`select ${lostReportColumns} from safety_lost_report r where r.id = $1::uuid`, [id]);
