@@ -42,8 +42,18 @@ export const NOTIFICATION_KINDS = [
   "content_moderated",
   "account_suspended",
   EMAIL_CONFIRMATION_KIND,
+  /** What to do in the first hour, to the owner who just filed a lost report (notifier/report-guide/). */
+  "report_guide",
 ] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+/**
+ * The languages a notification written from a catalogue comes in (the
+ * report_guide): the API's pages have the same four (api/tag/i18n), and the
+ * API names the one its request negotiated in the event.
+ */
+export const NOTIFICATION_LANGUAGES = ["en", "de", "fr", "es"] as const;
+export type NotificationLanguage = (typeof NOTIFICATION_LANGUAGES)[number];
 
 // ---- the delivery lock ------------------------------------------------------
 

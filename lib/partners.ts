@@ -1,5 +1,6 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from "node:crypto";
 import type { Queryable } from "./db.js";
+import { outerValue, type SqlValue } from "./sql.js";
 
 /**
  * Shelter partners (contract part 3): shelters, rescues and vets that
@@ -144,3 +145,25 @@ export async function readFoundReportPartner(client: Queryable, foundReportId: s
   );
   return rows[0]?.partner ?? null;
 }
+
+/** Shelters a lost report's owner is pointed to: the first 5 partners within 25 km. */
+export const GUIDE_SHELTERS = { radiusKm: 25, limit: 5 } as const;
+
+/**
+ * SQL giving the partners not suspended within GUIDE_SHELTERS.radiusKm of
+ * the geography `point`, nearest first, at most GUIDE_SHELTERS.limit, as a
+ * JSON array of `{name, kind, phone?, email?, address?, website?,
+ * distanceKm, strayHoldDays}` (distance to 0.1 km), `[]` when none.
+ */
+export const nearbyPartnersJsonSql = (point: SqlValue): string => {
+  const at = outerValue(point, "np", "near");
+  return `(select coalesce(jsonb_agg(near.j order by near.d, near.id), '[]'::jsonb) from (
+      select np.id, st_distance(np.location, ${at}, false) as d,
+        jsonb_build_object('name', np.name, 'kind', np.kind, 'strayHoldDays', np.stray_hold_days,
+          'distanceKm', round((st_distance(np.location, ${at}, false) / 1000)::numeric, 1))
+          || jsonb_strip_nulls(np.public_contact) as j
+      from partner np
+      where np.suspended_at is null and st_dwithin(np.location, ${at}, ${GUIDE_SHELTERS.radiusKm * 1000})
+      order by d, np.id
+      limit ${GUIDE_SHELTERS.limit}) near)`;
+};

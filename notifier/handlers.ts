@@ -4,6 +4,7 @@ import { CONTACT_MESSAGE_TARGET_TYPE } from "../lib/moderation.js";
 import { CONTACT_MESSAGE_KIND, type NotificationKind } from "../lib/notifications.js";
 import type { FoundReportPartner } from "../lib/partners.js";
 import { holdEndText } from "./holds/text.js";
+import { reportGuideDrafts } from "./report-guide/guide.js";
 
 /** A notification's `data`: ids to follow, and for a shelter's animal the shelter's public contact. */
 export type NotificationData = Record<string, string | FoundReportPartner>;
@@ -293,6 +294,8 @@ export const notificationHandlers: HandlerRegistry = {
   [EventType.MatchConfirmed]: matchConfirmed,
   [EventType.TagScanned]: tagScanned,
   [EventType.ReportExpiring]: reportExpiring,
+  // The owner's first-hour guide (notifier/report-guide/).
+  [EventType.AnimalLostReported]: ({ data }) => reportGuideDrafts(data),
 };
 
 export function handledSubjects(registry: HandlerRegistry): string[] {

@@ -3,6 +3,7 @@ import { CLOSED_REASONS } from "../../../lib/report-lifecycle.js";
 import { REPORT_OUTCOMES } from "../../../lib/animals.js";
 import { PhotoList } from "../../photos/schemas.js";
 import { FoundReportPartner, Point } from "../../schemas.js";
+import { NearbyShelter } from "../shelters/schemas.js";
 import { AnimalDescription, CoarseLocation, ModerationState, PastTimestamp, PublicAnimal, ReportStatus, text } from "../schemas.js";
 
 /** The longest description a report holds. */
@@ -123,6 +124,9 @@ export const LostReportPrivate = z
     photos: PhotoList,
     ...shareUrls(),
     ...flyerUrl(),
+    nearbyShelters: z
+      .array(NearbyShelter)
+      .describe("The shelters to call: the first 5 partners within 25 km of where the animal was last seen, nearest first (as GET /v1/safety/shelters)."),
   })
   .meta({ id: "LostReportPrivate" });
 

@@ -65,6 +65,7 @@ export function lostReportPrivate(
   viewerIsAdmin: boolean,
   photos: PhotoView[],
   publicBase: string,
+  nearbyShelters: z.input<typeof LostReportPrivate>["nearbyShelters"],
 ): z.input<typeof LostReportPrivate> {
   return {
     id: row.id,
@@ -92,6 +93,7 @@ export function lostReportPrivate(
     moderationState: row.moderationState,
     photos,
     ...shareLinks(publicBase, "lost", row),
+    nearbyShelters,
   };
 }
 
