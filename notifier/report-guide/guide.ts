@@ -33,12 +33,12 @@ export function reportGuideDrafts(data: LostReported): GuideDraft[] {
   const lang = data.lang ?? "en";
   const m = guideCatalogues[lang];
   const species = m.species[data.species];
-  const number = new Intl.NumberFormat(lang, { maximumFractionDigits: 1 });
   const steps = [...(data.species === "dog" ? m.steps.dog : data.species === "cat" ? m.steps.cat : m.steps.other), ...m.always];
   const shelters = data.shelters ?? [];
   const shelterLines = shelters.map((s) => {
     const contact = [s.phone, s.email, s.address, s.website].filter(Boolean).join(", ");
-    const values = { name: s.name, distance: number.format(s.distanceKm), contact, days: s.strayHoldDays };
+    // In whole kilometres: the event measures from the report's coarse point (~1 km cell), so a decimal would claim too much.
+    const values = { name: s.name, distance: Math.max(1, Math.round(s.distanceKm)), contact, days: s.strayHoldDays };
     return `- ${fill(contact ? m.shelter : m.shelterBare, values)}`;
   });
   const body = [
