@@ -22,7 +22,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import sharp from "sharp";
-import { Asm3Shelter, type AsmAnimal } from "../tests/partners/asm3-publisher.js";
+import { Asm3Shelter, stray } from "../tests/partners/asm3-publisher.js";
 import { cameraLikeJpeg } from "./camera-jpeg.js";
 import { runScenarioScript } from "./scenario-script.js";
 import { BENCH_PARTNER_KEY, log, type BenchStack } from "./stack.js";
@@ -177,32 +177,7 @@ export async function partnersScenario(stack: BenchStack, { quick = false } = {}
       },
     );
     const intake = new Date(new Date().toISOString().slice(0, 10));
-    for (let i = 0; i < nightly; i++) {
-      const an: AsmAnimal = {
-        ID: 10_000 + i,
-        SHELTERCODE: `B${10_000 + i}`,
-        ANIMALNAME: `Bench ${i}`,
-        BREEDNAME1: i % 2 ? "Domestic Short Hair" : "Beagle",
-        BREEDNAME2: "",
-        IDENTICHIPNUMBER: `2502685${String(i).padStart(8, "0")}`,
-        IDENTICHIP2NUMBER: "",
-        DATEOFBIRTH: new Date("2021-03-14T00:00:00Z"),
-        DATEBROUGHTIN: intake,
-        WEIGHT: 12.5,
-        PICKUPADDRESS: "12 Rue Cler",
-        ANIMALCOMMENTS: "Came in as a stray, friendly.",
-        SPECIESNAME: i % 2 ? "Cat" : "Dog",
-        SIZE: "Medium",
-        NEUTERED: 1,
-        DECLAWED: 0,
-        SEX: (i % 2) as 0 | 1,
-        LASTCHANGEDDATE: intake,
-        ARCHIVED: 0,
-        EXTRAIDS: {},
-        media: [{ ID: 50_000 + i, DATE: intake }],
-      };
-      shelter.animals.push(an);
-    }
+    for (let i = 0; i < nightly; i++) shelter.animals.push(stray(i, intake));
     const started = performance.now();
     const { processed } = await shelter.run(new Date());
     const sentSeconds = (performance.now() - started) / 1000;

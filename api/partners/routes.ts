@@ -3,7 +3,7 @@ import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { partnerAnimalCreationBucket, PARTNER_ANIMALS_PER_HOUR, takeBucketToken } from "../../lib/buckets.js";
-import { isUniqueViolation, withTransaction } from "../../lib/db.js";
+import { isUniqueViolation, withTransaction, type Queryable } from "../../lib/db.js";
 import { PARTNER_PHOTO_FETCH_TASK } from "../../lib/job-payloads.js";
 import { decoyPasswordHash, LEFT_CUSTODY, partnerActorId, verifyPassword } from "../../lib/partners.js";
 import { MAX_PHOTOS_PER_PARENT } from "../../lib/photos.js";
@@ -44,6 +44,13 @@ const problemResponses = <S extends number>(...statuses: S[]) => problemResponse
  * are not ASCII: six bytes each, with room for the other fields.
  */
 const ANIMAL_BODY_LIMIT = DESCRIPTION_ACCEPTED_MAX * 6 + 64 * 1024;
+
+/** One of the partner's animals, locked for the call's write; another partner's or an unknown one is 404. */
+async function lockOwnAnimal(client: Queryable, partnerId: string, id: string): Promise<store.AnimalRow> {
+  const row = await store.getAnimal(client, partnerId, id, true);
+  if (!row) throw problems.notFound("animal");
+  return row;
+}
 
 const parseMetadata = (text: string | null) => (text === null ? null : (JSON.parse(text) as Record<string, unknown>));
 
@@ -266,8 +273,7 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
     async (request, reply) => {
       const partner = requirePartner(request);
       await withTransaction(pool, async (client) => {
-        const row = await store.getAnimal(client, partner.id, request.params.id, true);
-        if (!row) throw problems.notFound("animal");
+        const row = await lockOwnAnimal(client, partner.id, request.params.id);
         if (row.status !== "open") return;
         await resolveReport(client, "found", { id: row.id, reporterId: partnerActorId(partner.id) }, "closed", request.log, LEFT_CUSTODY);
       });
@@ -309,8 +315,7 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
       if (bad.length > 0) throw problems.validation(bad.map((b) => `${b.path}: ${b.message}`).join("; "), bad);
       const batchId = randomUUID();
       const ids = await withTransaction(pool, async (client) => {
-        const row = await store.getAnimal(client, partner.id, request.params.id, true);
-        if (!row) throw problems.notFound("animal");
+        const row = await lockOwnAnimal(client, partner.id, request.params.id);
         if (row.status !== "open") throw problems.conflict("the animal is no longer in the partner's custody");
         if ((await store.countPhotos(client, row.id)) + urls.length > MAX_PHOTOS_PER_PARENT) {
           throw problems.conflict(`an animal has at most ${MAX_PHOTOS_PER_PARENT} photos; DELETE /partners/v2/animals/{id}/photos empties the set`);
@@ -341,8 +346,7 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
     async (request, reply) => {
       const partner = requirePartner(request);
       await withTransaction(pool, async (client) => {
-        const row = await store.getAnimal(client, partner.id, request.params.id, true);
-        if (!row) throw problems.notFound("animal");
+        const row = await lockOwnAnimal(client, partner.id, request.params.id);
         await store.deletePartnerPhotos(client, partner.id, row.id, request.log);
       });
       return reply.code(204).send(null);

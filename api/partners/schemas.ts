@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { SPECIES } from "../../lib/animals.js";
 import { CLOSED_REASONS } from "../../lib/report-lifecycle.js";
+import { Problem } from "../schemas.js";
 
 /**
  * The partner API's bodies, as ASM3's found-animal publisher
@@ -165,12 +166,6 @@ export const PhotosAccepted = z
  * the same text as `detail`, which is where ASM3's publisher reads an
  * error's text (api/plugins/errors.ts adds it).
  */
-export const PartnerProblem = z
-  .looseObject({
-    type: z.string(),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string(),
-    message: z.string().describe("The same text as detail: what ASM3's publisher logs."),
-  })
-  .meta({ id: "PartnerProblem" });
+export const PartnerProblem = Problem.extend({
+  message: z.string().describe("The same text as detail: what ASM3's publisher logs."),
+}).meta({ id: "PartnerProblem" });

@@ -1,9 +1,9 @@
-import { createHash } from "node:crypto";
 import { withTransaction, type Pool, type Queryable } from "../../lib/db.js";
 import { EventType } from "../../lib/events.js";
 import { heldUntilSql, type HoldingPartner } from "../../lib/partners.js";
 import { enqueueDeliveries } from "../../lib/queue.js";
 import type { NotificationDraft } from "../handlers.js";
+import { derivedSourceId } from "../source-id.js";
 import { channelsFor, emailPreferences, insertNotifications, needingDelivery } from "../store.js";
 import { holdEndText } from "./text.js";
 
@@ -99,18 +99,8 @@ export function holdReminderDraft(due: DueReminder): NotificationDraft {
   };
 }
 
-/**
- * The notification's source id: the same suggestion always gives the same
- * UUID (version 8, from a hash), so a second writer of its reminder finds
- * it written.
- */
-export function reminderSourceId(matchId: string): string {
-  const hash = createHash("sha256").update(`stray-hold-reminder\n${matchId}`).digest();
-  hash[6] = (hash[6]! & 0x0f) | 0x80;
-  hash[8] = (hash[8]! & 0x3f) | 0x80;
-  const hex = hash.subarray(0, 16).toString("hex");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
+/** The reminder's source id: the same suggestion always gives the same one. */
+export const reminderSourceId = (matchId: string): string => derivedSourceId(`stray-hold-reminder\n${matchId}`);
 
 /** Reminds every suggestion due, a batch a transaction; returns how many were reminded. */
 export async function runHoldReminders(pool: Pool): Promise<number> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Harness } from "../safety/helpers.js";
-import { Asm3Shelter, IDTYPE_PETCOLOVELOST, type AsmAnimal } from "./asm3-publisher.js";
+import { Asm3Shelter, IDTYPE_PETCOLOVELOST, stray } from "./asm3-publisher.js";
 import { API_KEY, createPartner, startPartnerHarness } from "./support.js";
 
 /**
@@ -32,32 +32,7 @@ beforeAll(async () => {
     },
   );
   const intake = new Date(new Date().toISOString().slice(0, 10));
-  for (let i = 0; i < 300; i++) {
-    const an: AsmAnimal = {
-      ID: 5000 + i,
-      SHELTERCODE: `S${5000 + i}`,
-      ANIMALNAME: `Animal ${i}`,
-      BREEDNAME1: i % 2 ? "Tabby" : "Beagle",
-      BREEDNAME2: "",
-      IDENTICHIPNUMBER: `98514100${String(i).padStart(7, "0")}`,
-      IDENTICHIP2NUMBER: "",
-      DATEOFBIRTH: null,
-      DATEBROUGHTIN: intake,
-      WEIGHT: 12.5,
-      PICKUPADDRESS: "",
-      ANIMALCOMMENTS: "Came in as a stray.",
-      SPECIESNAME: i % 2 ? "Cat" : "Dog",
-      SIZE: "Medium",
-      NEUTERED: 0,
-      DECLAWED: 0,
-      SEX: (i % 2) as 0 | 1,
-      LASTCHANGEDDATE: intake,
-      ARCHIVED: 0,
-      EXTRAIDS: {},
-      media: [{ ID: 70_000 + i, DATE: intake }],
-    };
-    shelter.animals.push(an);
-  }
+  for (let i = 0; i < 300; i++) shelter.animals.push(stray(i, intake));
 });
 afterAll(() => h?.close());
 

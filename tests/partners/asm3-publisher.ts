@@ -98,6 +98,38 @@ export interface AsmAnimal {
   media: Media[];
 }
 
+/**
+ * The n-th of many strays taken in on `intake`, as a first publish of a
+ * whole shelter sends them (the full-run test, the bench): a dog or a cat
+ * by turns, with a chip and one photo.
+ */
+export function stray(n: number, intake: Date): AsmAnimal {
+  const cat = n % 2 === 1;
+  return {
+    ID: 10_000 + n,
+    SHELTERCODE: `S${10_000 + n}`,
+    ANIMALNAME: `Stray ${n}`,
+    BREEDNAME1: cat ? "Domestic Short Hair" : "Beagle",
+    BREEDNAME2: "",
+    IDENTICHIPNUMBER: `2502685${String(n).padStart(8, "0")}`,
+    IDENTICHIP2NUMBER: "",
+    DATEOFBIRTH: null,
+    DATEBROUGHTIN: intake,
+    WEIGHT: 12.5,
+    PICKUPADDRESS: "12 Rue Cler",
+    ANIMALCOMMENTS: "Came in as a stray, friendly.",
+    SPECIESNAME: cat ? "Cat" : "Dog",
+    SIZE: "Medium",
+    NEUTERED: 0,
+    DECLAWED: 0,
+    SEX: cat ? 1 : 0,
+    LASTCHANGEDDATE: intake,
+    ARCHIVED: 0,
+    EXTRAIDS: {},
+    media: [{ ID: 50_000 + n, DATE: intake }],
+  };
+}
+
 export interface PublisherLog {
   info: string[];
   errors: string[];
