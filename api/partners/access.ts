@@ -16,8 +16,8 @@ import { partnerOfToken, type TokenPartner } from "./store.js";
  *  4. at most 600 calls a minute per partner: a call past the bucket waits
  *     for its token, up to 10 s, and only a call that would wait longer is
  *     429 with Retry-After (docs/decisions/0093-*).
- * A call that is not authenticated (no or a wrong key or token, and every
- * login) counts against its client address instead, at the per-address
+ * A call that is not authenticated (no or a wrong key or token, a
+ * suspended partner's, and every login) counts against its client address instead, at the per-address
  * limiter's rate: the global limiter and authentication hooks leave these
  * routes alone (auth "partner"), so a shelter publishing from one address
  * meets its partner's limit only.
@@ -65,6 +65,8 @@ export interface PartnerLimits {
   logins: TokenBuckets;
   /** Calls not (yet) authenticated, per client address: the per-address limiter's figures. */
   addresses: TokenBuckets;
+  /** Wakes the calls waiting for their token (a shutdown finishes them at once rather than after the wait). */
+  waiting: Set<() => void>;
 }
 
 export function createPartnerLimits(): PartnerLimits {
@@ -78,6 +80,7 @@ export function createPartnerLimits(): PartnerLimits {
     }),
     logins: new TokenBuckets({ ratePerSecond: LOGIN_TRIES_PER_MINUTE / 60, burst: LOGIN_TRIES_PER_MINUTE }),
     addresses: new TokenBuckets({ ratePerSecond: IP_RATE_PER_SECOND, burst: IP_BURST }),
+    waiting: new Set(),
   };
 }
 
@@ -99,7 +102,16 @@ async function takePartnerCall(limits: PartnerLimits, partnerId: string): Promis
   if ("refused" in booked) {
     throw problems.rateLimited(booked.refused, `a partner makes at most ${PARTNER_CALLS_PER_MINUTE} calls a minute`);
   }
-  if (booked.wait > 0) await new Promise((resolve) => setTimeout(resolve, Math.ceil(booked.wait * 1000)));
+  if (booked.wait <= 0) return;
+  await new Promise<void>((resolve) => {
+    const wake = () => {
+      clearTimeout(timer);
+      limits.waiting.delete(wake);
+      resolve();
+    };
+    const timer = setTimeout(wake, Math.ceil(booked.wait * 1000));
+    limits.waiting.add(wake);
+  });
 }
 
 /** Registers the checks on the partner API's scope (its routes only). */
@@ -116,6 +128,10 @@ export function registerPartnerAccess(app: FastifyInstance, pool: Pool, keys: re
   }, 60_000);
   sweeper.unref();
   app.addHook("onClose", async () => clearInterval(sweeper));
+  // A shutdown has 10 s in all (decision 49): the calls waiting for a token go on at once.
+  app.addHook("preClose", async () => {
+    for (const wake of [...limits.waiting]) wake();
+  });
   app.addHook("onRequest", async (request) => {
     if (!validKey(request.headers["x-api-key"])) {
       takeAddressCall(limits, request);
