@@ -55,10 +55,12 @@ async function lockOwnAnimal(client: Queryable, partnerId: string, id: string): 
 const parseMetadata = (text: string | null) => (text === null ? null : (JSON.parse(text) as Record<string, unknown>));
 
 /**
- * The partner API (contract part 3, "Shelter partners"): exactly the calls
- * ASM3's found-animal publisher makes against its configured base URL, so a
- * shelter points that URL at https://<host>/partners. Every write commits
- * with its outbox event; bad input is a problem+json 400 that writes nothing.
+ * The partner API (contract parts 3 and 4, "Shelter partners"): exactly the
+ * calls ASM3's found-animal publisher makes against its configured base URL
+ * (its run(): create or PATCH, purge and post the photos, DELETE; decision
+ * 94), so a shelter points that URL at https://<host>/partners. Every write
+ * commits with its outbox event; bad input is a problem+json 400, with
+ * `message` as every problem here, that writes nothing.
  */
 export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, config }) => {
   const limits = createPartnerLimits();
