@@ -17,10 +17,10 @@ import { partnerOfToken, type TokenPartner } from "./store.js";
  *     for its token, up to 10 s, and only a call that would wait longer is
  *     429 with Retry-After (docs/decisions/0093-*).
  * A call that is not authenticated (no or a wrong key or token, a
- * suspended partner's, and every login) counts against its client address instead, at the per-address
- * limiter's rate: the global limiter and authentication hooks leave these
- * routes alone (auth "partner"), so a shelter publishing from one address
- * meets its partner's limit only.
+ * suspended partner's, and every login) counts against its client address
+ * instead, at the per-address limiter's rate: the global limiter and
+ * authentication hooks leave these routes alone (auth "partner"), so a
+ * shelter publishing from one address meets its partner's limit only.
  */
 
 declare module "fastify" {
