@@ -238,7 +238,7 @@ export class Asm3Shelter {
           anchanged = false;
           processedIds.push(an.ID);
         } else if (pcllid) {
-          // shelterId and species removed as petco API returns an error if these are included when updating
+          // An update goes without shelterId and species: the publisher drops both before it PATCHes.
           delete payload.shelterId;
           delete payload.species;
           r = await this.patchJson(`/v2/animals/${pcllid}`, pyJson(payload), headers);
