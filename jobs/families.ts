@@ -17,6 +17,7 @@ import { partnerPhotoTasks, photoTasks } from "./photos/worker.js";
 import { runDigest } from "./scheduled/alerts-digest.js";
 import { runContactMessageDigest } from "./scheduled/contact-messages-digest.js";
 import { pruneMaintenance } from "./scheduled/maintenance.js";
+import { runHoldReminders } from "./scheduled/hold-reminder.js";
 import { runReportLifetime } from "./scheduled/report-lifetime.js";
 import {
   ALERTS_DIGEST_CRONTAB,
@@ -34,6 +35,9 @@ import {
   REPORT_LIFETIME_CRONTAB,
   REPORT_LIFETIME_TASK,
   reportLifetimeTask,
+  STRAY_HOLDS_REMIND_CRONTAB,
+  STRAY_HOLDS_REMIND_TASK,
+  strayHoldsRemindTask,
 } from "./scheduled/task.js";
 
 /**
@@ -83,6 +87,7 @@ export function scheduledTasks(deps: FamilyDeps): TaskList {
     [ALERTS_SWEEP_TASK]: alertsSweepTask(() => requeueStalledFanouts(pool)),
     [CONTACT_MESSAGES_DIGEST_TASK]: contactMessagesDigestTask(() => runContactMessageDigest(pool)),
     [MAINTENANCE_PRUNE_TASK]: maintenancePruneTask(() => pruneMaintenance(pool, deps.outboxRetentionDays)),
+    [STRAY_HOLDS_REMIND_TASK]: strayHoldsRemindTask(() => runHoldReminders(pool)),
     [REPORT_LIFETIME_TASK]: reportLifetimeTask(async () => {
       const result = await runReportLifetime(pool, { ttlDays: deps.reportTtlDays });
       // Its expiry and reminder events are outbox rows: the relay publishes them now rather than at its next poll.
@@ -107,6 +112,7 @@ export const SCHEDULED_CRONTAB = [
   CONTACT_MESSAGES_DIGEST_CRONTAB,
   MAINTENANCE_CRONTAB,
   REPORT_LIFETIME_CRONTAB,
+  STRAY_HOLDS_REMIND_CRONTAB,
 ].join("\n");
 
 const FAMILY_TASKS = {

@@ -27,6 +27,8 @@ export const AuditAction = {
   PartnerPasswordRotated: "admin.partner.password_rotated",
   PartnerSuspended: "admin.partner.suspended",
   PartnerRestored: "admin.partner.restored",
+  /** A partner's name, public contact, location, dateFormat or strayHoldDays changed (PATCH /v1/admin/partners/{id}). */
+  PartnerUpdated: "admin.partner.updated",
 } as const;
 
 export type AuditAction = (typeof AuditAction)[keyof typeof AuditAction];

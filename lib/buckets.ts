@@ -79,3 +79,11 @@ export const sightingBucket = (actorId: string) => hourly(`sighting:${actorId}`,
 /** Moderation reports an actor files: the same 20 per hour as sightings, so the queue cannot be flooded either. */
 export const MODERATION_REPORTS_PER_HOUR = 20;
 export const moderationReportBucket = (actorId: string) => hourly(`moderation-report:${actorId}`, MODERATION_REPORTS_PER_HOUR);
+
+/**
+ * New animals a shelter partner publishes: 500 an hour (contract part 4). A
+ * shelter's whole intake fits many times over; a runaway program does not
+ * flood matching and alerts. Updates of an animal it has are not counted.
+ */
+export const PARTNER_ANIMALS_PER_HOUR = 500;
+export const partnerAnimalCreationBucket = (partnerId: string) => hourly(`partner-animal-create:${partnerId}`, PARTNER_ANIMALS_PER_HOUR);

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { REPORT_OUTCOMES, SPECIES } from "./animals.js";
 import { MATCH_KINDS, MATCH_REASONS } from "./matches.js";
 import { CONTENT_STATES, MODERATION_TARGET_TYPES } from "./moderation.js";
+import { NOTIFICATION_LANGUAGES } from "./notifications.js";
 import { PARTNER_KINDS } from "./partners.js";
 import { PHOTO_PARENT_TYPES } from "./photos.js";
 
@@ -73,6 +74,14 @@ const PartnerContact = z.object({
   email: z.string().max(320).optional(),
   address: z.string().max(500).optional(),
   website: z.string().max(2000).optional(),
+  /** The end of the stray hold: until then the partner keeps the animal for its owner (contract part 4). */
+  heldUntil: Instant.optional(),
+});
+
+/** A shelter near a lost report, as its owner's first-hour guide names it (public by design, as PartnerContact). */
+const GuideShelter = PartnerContact.omit({ heldUntil: true }).extend({
+  distanceKm: z.number().min(0),
+  strayHoldDays: z.number().int().min(0),
 });
 
 /** A photo and what it belongs to (lib/photos.ts). */
@@ -92,6 +101,13 @@ export const eventCatalogue = {
     lastSeenAt: Instant,
     /** Made from a registered animal (POST /v1/animals/{id}/lost). */
     animalId: z.uuid().optional(),
+    /** The language the filing request negotiated: the owner's first-hour guide is written in it. */
+    lang: z.enum(NOTIFICATION_LANGUAGES).optional(),
+    /** The report's share page and flyer (PUBLIC_BASE_URL), which the guide links. */
+    shareUrl: z.url().max(2000).optional(),
+    flyerUrl: z.url().max(2000).optional(),
+    /** The partners the guide names: the first 5 within 25 km of the coarse point, nearest first, with their public contact. */
+    shelters: z.array(GuideShelter).max(5).optional(),
   }),
   [EventType.AnimalFoundReported]: z.object({
     reportId: z.uuid(),

@@ -50,6 +50,8 @@ export const NOTIFICATION_KINDS = [
   EMAIL_CONFIRMATION_KIND,
   PHONE_VERIFICATION_KIND,
   SMS_REPLY_KIND,
+  /** What to do in the first hour, to the owner who just filed a lost report (notifier/report-guide/). */
+  "report_guide",
 ] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
@@ -58,6 +60,13 @@ export const SERVICE_KINDS = [EMAIL_CONFIRMATION_KIND, PHONE_VERIFICATION_KIND, 
 
 /** The kinds texted to a verified phone when smsKinds is left unset (contract part 4, "SMS"): nearby_lost only when listed. */
 export const DEFAULT_SMS_KINDS = ["match", CONTACT_MESSAGE_KIND, "tag_scanned"] as const satisfies readonly NotificationKind[];
+/**
+ * The languages a notification written from a catalogue comes in (the
+ * report_guide): the API's pages have the same four (api/tag/i18n), and the
+ * API names the one its request negotiated in the event.
+ */
+export const NOTIFICATION_LANGUAGES = ["en", "de", "fr", "es"] as const;
+export type NotificationLanguage = (typeof NOTIFICATION_LANGUAGES)[number];
 
 // ---- the delivery lock ------------------------------------------------------
 

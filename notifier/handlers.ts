@@ -4,6 +4,8 @@ import { CONTACT_MESSAGE_TARGET_TYPE } from "../lib/moderation.js";
 import { CONTACT_MESSAGE_KIND, type NotificationKind } from "../lib/notifications.js";
 import type { FoundReportPartner } from "../lib/partners.js";
 import type { NotificationData, NotificationDraft, NotificationGroup } from "../lib/notification-rows.js";
+import { holdEndText } from "../lib/hold-text.js";
+import { reportGuideDrafts } from "./report-guide/guide.js";
 
 export type EventHandler<T extends EventType> = (event: EventEnvelope<T>) => NotificationDraft[];
 export type HandlerRegistry = { [T in EventType]?: EventHandler<T> };
@@ -166,10 +168,10 @@ const matchIds = (data: { matchId: string; lostReportId: string; kind: string; t
     [data.kind === "sighting" ? "sightingId" : "foundReportId"]: data.targetId,
   });
 
-/** Where a shelter's animal is, with the shelter's public contact (public by design: contract, "Shelter partners"). */
-function atPartner(partner: FoundReportPartner): string {
+/** Where a shelter's animal is, with the shelter's public contact (public by design: contract, "Shelter partners"), and until when it is held. */
+function atPartner(partner: FoundReportPartner & { heldUntil?: string }): string {
   const contact = [partner.phone, partner.email, partner.address, partner.website].filter(Boolean).join(", ");
-  return `The animal is at ${partner.name}${contact ? ` (${contact})` : ""}.`;
+  return `The animal is at ${partner.name}${contact ? ` (${contact})` : ""}${partner.heldUntil ? ` until ${holdEndText(partner.heldUntil)}` : ""}.`;
 }
 
 /** An owner hears of the suggestions that do not alert at once at most once per this many seconds per lost report. */
@@ -263,6 +265,8 @@ export const notificationHandlers: HandlerRegistry = {
   [EventType.MatchConfirmed]: matchConfirmed,
   [EventType.TagScanned]: tagScanned,
   [EventType.ReportExpiring]: reportExpiring,
+  // The owner's first-hour guide (notifier/report-guide/).
+  [EventType.AnimalLostReported]: ({ data }) => reportGuideDrafts(data),
 };
 
 export function handledSubjects(registry: HandlerRegistry): string[] {

@@ -11,7 +11,9 @@ import { problemResponses } from "../plugins/openapi.js";
 import { createReport } from "../safety/reports/routes.js";
 import { LostReportPrivate } from "../safety/reports/schemas.js";
 import { getLostReport, insertLostReport } from "../safety/reports/store.js";
+import { guideOf } from "../safety/reports/links.js";
 import { lostReportPrivate } from "../safety/reports/views.js";
+import { nearbySheltersOf } from "../safety/shelters/views.js";
 import { coarse } from "../safety/views.js";
 import { IdParams } from "../schemas.js";
 import { ReportAnimalLostBody, Scan } from "./schemas.js";
@@ -64,7 +66,8 @@ export const animalRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
       const options = { ttlDays: config.REPORT_TTL_DAYS, animalId: animal.id };
       const created = await createReport(pool, actor.id, (_pool, id, bucket) =>
         withTransaction(pool, async (client) => {
-          const report = await insertLostReport(client, id, actor.id, body, bucket, request.log, options);
+          const guide = guideOf(request.headers["accept-language"], config.PUBLIC_BASE_URL, id);
+          const report = await insertLostReport(client, id, actor.id, body, bucket, request.log, { ...options, guide });
           // With the report, so it is never seen (nor matched) without them.
           if (report) await carryAnimalPhotos(client, animal.id, report.id);
           return report;
@@ -75,7 +78,8 @@ export const animalRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
       });
       const row = (await getLostReport(pool, created.id))!;
       const photos = photoViews(await readyPhotos(pool, { lostReportId: row.id }, { includeModerated: true }), config.API_PUBLIC_BASE_URL);
-      return reply.code(201).header("location", `/v1/safety/lost-reports/${row.id}`).send(lostReportPrivate(row, false, photos, config.PUBLIC_BASE_URL));
+      const shelters = await nearbySheltersOf(pool, row);
+      return reply.code(201).header("location", `/v1/safety/lost-reports/${row.id}`).send(lostReportPrivate(row, false, photos, config.PUBLIC_BASE_URL, shelters));
     },
   );
 

@@ -1,11 +1,12 @@
 import type { PartnerDateFormat } from "../../lib/partners.js";
 
 /**
- * Dates as shelter software writes them: ASM3 formats them in the shelter's
- * locale (asm3.i18n.format_date), so a US shelter sends 11/20/2025. The
- * partner's dateFormat (set by the admin) says which order a slashed or
- * dotted date is in; ISO (2025-11-20, or a full RFC 3339 time) is always
- * accepted. A date that is not a real calendar day is null, which the
+ * Dates as shelter software writes them. ASM3's publisher sends ISO
+ * (asm3.i18n.format_date's default is %Y-%m-%d, and an unknown date is "");
+ * other software may write a locale's form, such as a US shelter's
+ * 11/20/2025. The partner's dateFormat (set by the admin) says which order a
+ * slashed or dotted date is in; ISO (2025-11-20, or a full RFC 3339 time) is
+ * always accepted. A date that is not a real calendar day is null, which the
  * route answers 400.
  */
 

@@ -2,18 +2,19 @@ import { randomUUID } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { isUniqueViolation, withTransaction } from "../../lib/db.js";
+import { partnerAnimalCreationBucket, PARTNER_ANIMALS_PER_HOUR, takeBucketToken } from "../../lib/buckets.js";
+import { isUniqueViolation, withTransaction, type Queryable } from "../../lib/db.js";
 import { PARTNER_PHOTO_FETCH_TASK } from "../../jobs/partner-photos/task.js";
 import { decoyPasswordHash, LEFT_CUSTODY, partnerActorId, verifyPassword } from "../../lib/partners.js";
 import { MAX_PHOTOS_PER_PARENT } from "../../lib/photos.js";
 import { problems } from "../../lib/problems.js";
-import { enqueue } from "../../jobs/queue.js";
+import { enqueueMany } from "../../jobs/queue.js";
 import { resolveReport } from "../../lib/report-lifecycle.js";
 import { hashToken, newToken } from "../../lib/secret-token.js";
 import type { AppDeps } from "../deps.js";
-import { problemResponses } from "../plugins/openapi.js";
+import { problemResponsesAs } from "../plugins/openapi.js";
 import { createPartnerLimits, PARTNER_LOGIN_URL, registerPartnerAccess, requirePartner, takeLoginTry, TOKEN_TTL_SECONDS } from "./access.js";
-import { acceptedForms, parsePartnerDate } from "./dates.js";
+import { withFields } from "./animal-fields.js";
 import {
   AnimalBody,
   AnimalCreated,
@@ -21,8 +22,11 @@ import {
   AnimalIdParams,
   AnimalList,
   AnimalListQuery,
+  AnimalUpdateBody,
+  DESCRIPTION_ACCEPTED_MAX,
   LoginBody,
   LoginResult,
+  PartnerProblem,
   PhotosAccepted,
   PhotosBody,
   Shelter,
@@ -32,58 +36,37 @@ import * as store from "./store.js";
 
 const TAG = "partners";
 const security = [{ partnerKey: [], partnerToken: [] }];
+/** Every error under /partners is problem+json with `message` (api/plugins/errors.ts). */
+const problemResponses = <S extends number>(...statuses: S[]) => problemResponsesAs(PartnerProblem, ...statuses);
+/**
+ * An animal's body may hold a description of DESCRIPTION_ACCEPTED_MAX
+ * characters, which Python's json.dumps writes as \uXXXX escapes when they
+ * are not ASCII: six bytes each, with room for the other fields.
+ */
+const ANIMAL_BODY_LIMIT = DESCRIPTION_ACCEPTED_MAX * 6 + 64 * 1024;
 
-/** The partner's fields as a found report stores them; a bad date is a 400 naming the field. */
-function toAnimal(body: AnimalBody, dateFormat: Parameters<typeof parsePartnerDate>[1]): store.PartnerAnimal {
-  const bad: { path: string; message: string }[] = [];
-  const date = (field: "intakeDate" | "birthDate", value: string) => {
-    const parsed = parsePartnerDate(value, dateFormat);
-    if (!parsed) bad.push({ path: `body.${field}`, message: `is not a date in the form ${acceptedForms(dateFormat)}` });
-    return parsed;
-  };
-  const foundAt = date("intakeDate", body.intakeDate);
-  const birth = body.birthDate?.trim() ? date("birthDate", body.birthDate) : null;
-  if (foundAt && foundAt.getTime() > Date.now() + 24 * 3600 * 1000) bad.push({ path: "body.intakeDate", message: "is in the future" });
-  if (bad.length > 0) throw problems.validation(bad.map((b) => `${b.path}: ${b.message}`).join("; "), bad);
-  const chips = body.microchip ?? [];
-  const text = (value: string | null | undefined) => (value?.trim() ? value.trim() : null);
-  return {
-    externalId: body.externalId,
-    species: body.species,
-    breed: text(body.breed),
-    sex: body.sex && body.sex !== "unknown" ? body.sex : null,
-    microchipId: chips[0] ?? null,
-    description: text(body.description),
-    foundAt: foundAt!,
-    metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
-    animal: {
-      name: text(body.name),
-      displayId: text(body.displayId),
-      size: text(body.size),
-      weightOunces: body.weight ?? null,
-      altered: body.altered ?? null,
-      declawed: body.declawed ?? null,
-      birthDate: birth ? birth.toISOString().slice(0, 10) : null,
-      microchips: chips,
-      address: body.address ?? null,
-      shelterId: text(body.shelterId),
-    },
-  };
+/** One of the partner's animals, locked for the call's write; another partner's or an unknown one is 404. */
+async function lockOwnAnimal(client: Queryable, partnerId: string, id: string): Promise<store.AnimalRow> {
+  const row = await store.getAnimal(client, partnerId, id, true);
+  if (!row) throw problems.notFound("animal");
+  return row;
 }
 
 const parseMetadata = (text: string | null) => (text === null ? null : (JSON.parse(text) as Record<string, unknown>));
 
 /**
- * The partner API (contract part 3, "Shelter partners"): exactly the calls
- * ASM3's found-animal publisher makes against its configured base URL, so a
- * shelter points that URL at https://<host>/partners. Every write commits
- * with its outbox event; bad input is a problem+json 400 that writes nothing.
+ * The partner API (contract parts 3 and 4, "Shelter partners"): exactly the
+ * calls ASM3's found-animal publisher makes against its configured base URL
+ * (its run(): create or PATCH, purge and post the photos, DELETE; decision
+ * 94), so a shelter points that URL at https://<host>/partners. Every write
+ * commits with its outbox event; bad input is a problem+json 400, with
+ * `message` as every problem here, that writes nothing.
  */
 export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, config }) => {
   const limits = createPartnerLimits();
   registerPartnerAccess(app, pool, config.PARTNER_API_KEYS, limits);
-  // ASM3's DELETE sends an empty body through urllib, which labels it application/x-www-form-urlencoded:
-  // an empty body of that type is no body; any other is refused as on every JSON route.
+  // ASM3's DELETEs (requests) carry no body and no Content-Type. Some HTTP clients label an empty body
+  // application/x-www-form-urlencoded: an empty body of that type is no body; any other is refused as on every JSON route.
   app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string", bodyLimit: 1024 }, (_request, body, done) => {
     if (body === "") done(null, undefined);
     else done(problems.unsupportedMediaType(), undefined);
@@ -139,22 +122,24 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
   app.post(
     "/partners/v2/animals",
     {
+      bodyLimit: ANIMAL_BODY_LIMIT,
       schema: {
         tags: [TAG],
         summary: "Publish an animal taken in: a found report in the partner's custody",
         description:
           "201 {id} with a new found report, found at the partner's location at intakeDate, open and in the partner's custody; " +
           "it emits events.animal.found_reported.v1 like any found report, so matching and nearby alerts run. The same externalId " +
-          "again, while that report is open, updates it and answers 200 with the same id. Dates in the partner's dateFormat or ISO; " +
-          "an unparseable date, an unknown species or metadata over 2 KB is 400 and writes nothing.",
+          "again, while that report is open, replaces its fields and answers 200 with the same id. Dates in the partner's dateFormat or ISO; " +
+          "an unparseable date, an unknown species or metadata over 2 KB is 400 and writes nothing. A partner creates at most " +
+          `${PARTNER_ANIMALS_PER_HOUR} animals an hour (429 with Retry-After).`,
         security,
         body: AnimalBody,
-        response: { 200: AnimalCreated, 201: AnimalCreated, ...problemResponses(400, 401, 403, 429) },
+        response: { 200: AnimalCreated, 201: AnimalCreated, ...problemResponses(400, 401, 403, 413, 429) },
       },
     },
     async (request, reply) => {
       const partner = requirePartner(request);
-      const animal = toAnimal(request.body, partner.dateFormat);
+      const animal = withFields(request.body, partner.dateFormat);
       const where = { id: partner.id, location: { lat: partner.lat, lon: partner.lon } };
       const publish = () =>
         withTransaction(pool, async (client) => {
@@ -163,6 +148,8 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
             await store.updateAnimal(client, current, where, animal, request.log);
             return { id: current.id, created: false };
           }
+          const wait = await takeBucketToken(client, partnerAnimalCreationBucket(partner.id));
+          if (wait > 0) throw problems.rateLimited(wait, `a partner creates at most ${PARTNER_ANIMALS_PER_HOUR} animals an hour`);
           const id = randomUUID();
           await store.insertAnimal(client, id, where, animal, config.REPORT_TTL_DAYS, request.log);
           return { id, created: true };
@@ -176,6 +163,43 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
         result = await publish();
       }
       return reply.code(result.created ? 201 : 200).send({ id: result.id });
+    },
+  );
+
+  app.patch(
+    "/partners/v2/animals/:id",
+    {
+      bodyLimit: ANIMAL_BODY_LIMIT,
+      schema: {
+        tags: [TAG],
+        summary: "Update an animal the partner published",
+        description:
+          "200 {id}. Each field sent replaces the animal's; a field left out stays (ASM3 sends the create's body less shelterId " +
+          "and species). A change to what matching reads (species, breed, sex, size, chip, dates, description) emits " +
+          "events.safety.report_updated.v1, so matching runs again. An externalId another open animal of the partner has is 409; " +
+          "an animal no longer open (it left custody, or expired) is 409 and is published again with POST. Another partner's " +
+          "animal, or an unknown one, is 404.",
+        security,
+        params: AnimalIdParams,
+        body: AnimalUpdateBody,
+        response: { 200: AnimalCreated, ...problemResponses(400, 401, 403, 404, 409, 413, 429) },
+      },
+    },
+    async (request) => {
+      const partner = requirePartner(request);
+      const where = { id: partner.id, location: { lat: partner.lat, lon: partner.lon } };
+      try {
+        return await withTransaction(pool, async (client) => {
+          const current = await store.lockAnimal(client, partner.id, request.params.id);
+          if (!current) throw problems.notFound("animal");
+          if (current.status !== "open") throw problems.conflict("the animal is no longer in the partner's custody; publish it again with POST");
+          await store.updateAnimal(client, current, where, withFields(request.body, partner.dateFormat, current), request.log);
+          return { id: current.id };
+        });
+      } catch (err) {
+        if (isUniqueViolation(err, "safety_found_report_partner_open_key")) throw problems.conflict("another of the partner's open animals has this externalId");
+        throw err;
+      }
     },
   );
 
@@ -251,8 +275,7 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
     async (request, reply) => {
       const partner = requirePartner(request);
       await withTransaction(pool, async (client) => {
-        const row = await store.getAnimal(client, partner.id, request.params.id, true);
-        if (!row) throw problems.notFound("animal");
+        const row = await lockOwnAnimal(client, partner.id, request.params.id);
         if (row.status !== "open") return;
         await resolveReport(client, "found", { id: row.id, reporterId: partnerActorId(partner.id) }, "closed", request.log, LEFT_CUSTODY);
       });
@@ -267,10 +290,12 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
         tags: [TAG],
         summary: "Photos of an animal, by URL",
         description:
-          "202: each URL is fetched by a job, guarded against server-side request forgery (https only; no loopback, private, " +
-          "link-local, multicast or metadata address, checked after DNS resolution and on each of at most 3 redirects; at most " +
-          "10 MiB and 10 s), then processed like an upload (metadata stripped). GET /partners/v2/animals/{id} shows each photo's " +
-          `state. At most ${MAX_PHOTOS_PER_PARENT} photos an animal (409). A closed animal is 409; another partner's or an unknown one 404.`,
+          "202 {id, photos}: `id` names the batch. Each URL is fetched by a job, guarded against server-side request forgery " +
+          "(https only; no loopback, private, link-local, multicast or metadata address, checked after DNS resolution and on each " +
+          "of at most 3 redirects; at most 10 MiB and 10 s), then processed like an upload (metadata stripped). GET " +
+          "/partners/v2/animals/{id} shows each photo's state. At most " +
+          `${MAX_PHOTOS_PER_PARENT} photos an animal at a time (409); DELETE /partners/v2/animals/{id}/photos empties the set. ` +
+          "A closed animal is 409; another partner's or an unknown one 404.",
         security,
         params: AnimalIdParams,
         body: PhotosBody,
@@ -290,22 +315,43 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
         return parsed.protocol === "https:" || parsed.protocol === "http:" ? [] : [{ path: `body.photos.${i}.url`, message: "must be an https URL" }];
       });
       if (bad.length > 0) throw problems.validation(bad.map((b) => `${b.path}: ${b.message}`).join("; "), bad);
+      const batchId = randomUUID();
       const ids = await withTransaction(pool, async (client) => {
-        const row = await store.getAnimal(client, partner.id, request.params.id, true);
-        if (!row) throw problems.notFound("animal");
+        const row = await lockOwnAnimal(client, partner.id, request.params.id);
         if (row.status !== "open") throw problems.conflict("the animal is no longer in the partner's custody");
         if ((await store.countPhotos(client, row.id)) + urls.length > MAX_PHOTOS_PER_PARENT) {
-          throw problems.conflict(`an animal has at most ${MAX_PHOTOS_PER_PARENT} photos`);
+          throw problems.conflict(`an animal has at most ${MAX_PHOTOS_PER_PARENT} photos; DELETE /partners/v2/animals/{id}/photos empties the set`);
         }
-        const made: string[] = [];
-        for (const url of urls) {
-          const fetchId = await store.insertPhotoFetch(client, partner.id, row.id, url);
-          await enqueue(client, PARTNER_PHOTO_FETCH_TASK, { fetchId });
-          made.push(fetchId);
-        }
+        const made = await store.insertPhotoFetches(client, partner.id, row.id, batchId, urls);
+        await enqueueMany(client, made.map((fetchId) => ({ task: PARTNER_PHOTO_FETCH_TASK, payload: { fetchId } })));
         return made;
       });
-      return reply.code(202).send({ photos: ids.map((id, i) => ({ id, url: urls[i]!, status: "fetching" as const })) });
+      return reply.code(202).send({ id: batchId, photos: ids.map((id, i) => ({ id, url: urls[i]!, status: "fetching" as const })) });
+    },
+  );
+
+  app.delete(
+    "/partners/v2/animals/:id/photos",
+    {
+      schema: {
+        tags: [TAG],
+        summary: "Remove an animal's photos",
+        description:
+          "204. Every photo of the animal is deleted (its stored original and variants too, by a job) and every fetch still " +
+          "waiting is dropped, so the next POST of its photos starts a new set: what ASM3 sends before it posts an animal's " +
+          "current photos. An animal with no photos is 204 again. Another partner's animal, or an unknown one, is 404.",
+        security,
+        params: AnimalIdParams,
+        response: { 204: z.null(), ...problemResponses(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request, reply) => {
+      const partner = requirePartner(request);
+      await withTransaction(pool, async (client) => {
+        const row = await lockOwnAnimal(client, partner.id, request.params.id);
+        await store.deletePartnerPhotos(client, partner.id, row.id, request.log);
+      });
+      return reply.code(204).send(null);
     },
   );
 };

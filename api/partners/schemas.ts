@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { SPECIES } from "../../lib/animals.js";
 import { CLOSED_REASONS } from "../../lib/report-lifecycle.js";
+import { Problem } from "../schemas.js";
 
 /**
  * The partner API's bodies, as ASM3's found-animal publisher
@@ -13,6 +14,12 @@ import { CLOSED_REASONS } from "../../lib/report-lifecycle.js";
 const optionalText = (max: number) => z.string().max(max).nullish();
 
 export const METADATA_MAX_BYTES = 2048;
+/**
+ * The longest description taken. ASM3 sets no limit on its animal comments;
+ * past the found report's own limit the description is cut at a word
+ * boundary (routes.ts), and only past this is it refused.
+ */
+export const DESCRIPTION_ACCEPTED_MAX = 100_000;
 
 export const LoginBody = z
   .object({
@@ -83,7 +90,9 @@ export const AnimalBody = z
     birthDate: DateText.nullish().describe("In the partner's dateFormat or ISO; empty when unknown."),
     intakeDate: DateText.min(1).describe("In the partner's dateFormat or ISO: the report's foundAt."),
     microchip: Microchip.nullish(),
-    description: optionalText(4000),
+    description: optionalText(DESCRIPTION_ACCEPTED_MAX).describe(
+      `Up to ${DESCRIPTION_ACCEPTED_MAX.toLocaleString("en")} characters; kept up to the found report's own limit, cut at a word boundary with "…" past it.`,
+    ),
     address: Address.nullish().describe("Where the animal was picked up; kept for the partner, never shown."),
     status: z.enum(["found"]).describe("Always found: the partner took the animal in."),
     shelterId: z.union([z.string().max(200), z.number().transform(String)]).nullish(),
@@ -93,9 +102,21 @@ export const AnimalBody = z
 
 export type AnimalBody = z.output<typeof AnimalBody>;
 
+/**
+ * An update (PATCH): any of the animal's fields, each replacing what was
+ * there; a field left out stays as it is. ASM3 sends the create's body less
+ * shelterId and species.
+ */
+export const AnimalUpdateBody = AnimalBody.partial().meta({ id: "PartnerAnimalUpdate" });
+
+export type AnimalUpdateBody = z.output<typeof AnimalUpdateBody>;
+
 export const AnimalCreated = z.object({ id: z.uuid().describe("The found report's id: /found/{id} is its page.") }).meta({ id: "PartnerAnimalCreated" });
 
-export const AnimalIdParams = z.object({ id: z.uuid() });
+/** An id is the one POST /partners/v2/animals answered; ASM3 sends an empty one after a create it could not make. */
+export const AnimalIdParams = z.object({
+  id: z.uuid({ error: "must be an animal id that POST /partners/v2/animals answered (an empty id means the animal was never created)" }),
+});
 
 export const AnimalListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(25),
@@ -133,4 +154,18 @@ export const PhotosBody = z
   .object({ photos: z.array(z.object({ url: z.url().max(2048) })).min(1).max(5) })
   .meta({ id: "PartnerPhotos" });
 
-export const PhotosAccepted = z.object({ photos: z.array(PhotoFetchState) }).meta({ id: "PartnerPhotosAccepted" });
+export const PhotosAccepted = z
+  .object({
+    id: z.uuid().describe("The batch's id: ASM3 reads `id` from this answer to count the photos as sent."),
+    photos: z.array(PhotoFetchState),
+  })
+  .meta({ id: "PartnerPhotosAccepted" });
+
+/**
+ * Every error under /partners: problem+json that also carries `message`,
+ * the same text as `detail`, which is where ASM3's publisher reads an
+ * error's text (api/plugins/errors.ts adds it).
+ */
+export const PartnerProblem = Problem.extend({
+  message: z.string().describe("The same text as detail: what ASM3's publisher logs."),
+}).meta({ id: "PartnerProblem" });

@@ -2,8 +2,10 @@ import type { Queryable } from "../../lib/db.js";
 import type { Species } from "../../lib/animals.js";
 import { EventType } from "../../lib/events.js";
 import { coarsen, toWkt, type LatLon } from "../../lib/geo.js";
-import { recordEvent, type EventLog } from "../../lib/outbox.js";
+import { PHOTO_DELETE_TASK } from "../../jobs/photos/task.js";
+import { recordEvent, recordEventBatch, type EventLog } from "../../lib/outbox.js";
 import { partnerActorId, type PartnerDateFormat } from "../../lib/partners.js";
+import { enqueueMany } from "../../jobs/queue.js";
 import { expiryAfter, type ClosedReason } from "../../lib/report-lifecycle.js";
 
 /** SQL of the partner API: logins and tokens, and the found reports a partner publishes. */
@@ -73,17 +75,29 @@ export interface PartnerAnimal {
   animal: Record<string, unknown>;
 }
 
-type OpenAnimal = Omit<PartnerAnimal, "externalId"> & { id: string };
+/** A partner's animal as stored, with its report's id and status. */
+export type StoredAnimal = PartnerAnimal & { id: string; status: AnimalRow["status"] };
+
+const storedAnimalColumns = `id, status, partner_external_id as "externalId", species, breed, sex, microchip_id as "microchipId",
+  description, found_at as "foundAt", partner_metadata::text as metadata, partner_animal as animal`;
 
 /** The partner's open report for this external id, locked, or null. */
-export async function lockOpenAnimal(client: Queryable, partnerId: string, externalId: string): Promise<OpenAnimal | null> {
-  const { rows } = await client.query<OpenAnimal>(
-    `select id, species, breed, sex, microchip_id as "microchipId", description, found_at as "foundAt",
-       partner_metadata::text as metadata, partner_animal as animal
+export async function lockOpenAnimal(client: Queryable, partnerId: string, externalId: string): Promise<StoredAnimal | null> {
+  const { rows } = await client.query<StoredAnimal>(
+    `select ${storedAnimalColumns}
      from safety_found_report
      where partner_id = $1::uuid and partner_external_id = $2::text and status = 'open'
      for update`,
     [partnerId, externalId],
+  );
+  return rows[0] ?? null;
+}
+
+/** One of the partner's animals by its id (open or not), locked, or null when it is unknown or another partner's. */
+export async function lockAnimal(client: Queryable, partnerId: string, id: string): Promise<StoredAnimal | null> {
+  const { rows } = await client.query<StoredAnimal>(
+    `select ${storedAnimalColumns} from safety_found_report where id = $1::uuid and partner_id = $2::uuid for update`,
+    [id, partnerId],
   );
   return rows[0] ?? null;
 }
@@ -137,30 +151,34 @@ export async function insertAnimal(
 }
 
 /**
- * A re-publish: the report takes the fields sent now. When a field matching
- * reads changed, it emits report_updated (what a finder's PATCH emits), so
- * matching runs again. Returns the changed fields.
+ * A re-publish or an update (PATCH): the report takes the fields it has now.
+ * When a field that matters to matching changed (species, breed, sex, size,
+ * chip, dates, description), it emits report_updated (what a finder's PATCH
+ * emits), so matching runs again. Returns the changed fields.
  */
 export async function updateAnimal(
   client: Queryable,
-  current: OpenAnimal,
+  current: StoredAnimal,
   partner: { id: string; location: LatLon },
   animal: PartnerAnimal,
   log: EventLog,
 ): Promise<string[]> {
   const changed: string[] = [];
   const differs = (name: string, a: unknown, b: unknown) => {
-    if (JSON.stringify(a) !== JSON.stringify(b)) changed.push(name);
+    if (JSON.stringify(a ?? null) !== JSON.stringify(b ?? null)) changed.push(name);
   };
   differs("animal.species", current.species, animal.species);
   differs("animal.breed", current.breed, animal.breed);
   differs("animal.sex", current.sex, animal.sex);
   differs("animal.microchipId", current.microchipId, animal.microchipId);
+  differs("animal.size", current.animal.size, animal.animal.size);
+  differs("animal.birthDate", current.animal.birthDate, animal.animal.birthDate);
   differs("description", current.description, animal.description);
   differs("foundAt", current.foundAt.toISOString(), animal.foundAt.toISOString());
   await client.query(
     `update safety_found_report set species = $2::text, breed = $3::text, sex = $4::text, microchip_id = $5::text,
-       description = $6::text, found_at = $7::timestamptz, partner_metadata = $8::json, partner_animal = $9::jsonb, updated_at = now()
+       description = $6::text, found_at = $7::timestamptz, partner_metadata = $8::json, partner_animal = $9::jsonb,
+       partner_external_id = $10::text, updated_at = now()
      where id = $1::uuid`,
     [
       current.id,
@@ -172,6 +190,7 @@ export async function updateAnimal(
       animal.foundAt.toISOString(),
       animal.metadata,
       JSON.stringify(animal.animal),
+      animal.externalId,
     ],
   );
   if (changed.length > 0) {
@@ -266,10 +285,41 @@ export async function countPhotos(client: Queryable, foundReportId: string): Pro
   return Number(rows[0]!.n);
 }
 
-export async function insertPhotoFetch(client: Queryable, partnerId: string, foundReportId: string, url: string): Promise<string> {
+/** One fetch per URL, in the order given, all of one batch; returns their ids in that order. */
+export async function insertPhotoFetches(client: Queryable, partnerId: string, foundReportId: string, batchId: string, urls: string[]): Promise<string[]> {
   const { rows } = await client.query<{ id: string }>(
-    `insert into partner_photo_fetch (partner_id, found_report_id, url) values ($1::uuid, $2::uuid, $3::text) returning id`,
-    [partnerId, foundReportId, url],
+    `insert into partner_photo_fetch (partner_id, found_report_id, batch_id, url, created_at)
+     select $1::uuid, $2::uuid, $3::uuid, u.url, clock_timestamp() from unnest($4::text[]) with ordinality as u(url, i) order by u.i
+     returning id`,
+    [partnerId, foundReportId, batchId, urls],
   );
-  return rows[0]!.id;
+  return rows.map((row) => row.id);
+}
+
+/**
+ * Removes the animal's photos, as the photo DELETE of its uploader does:
+ * each live photo is marked deleted with its photo_deleted event (which
+ * re-runs matching) and a photo__delete_objects job for its stored original
+ * and variants; and the animal's fetches go, a waiting one included (its job
+ * then finds nothing to do), so what remains is no photo at all and the
+ * 5-photo cap counts the next batch alone. In the caller's transaction.
+ */
+export async function deletePartnerPhotos(client: Queryable, partnerId: string, foundReportId: string, log: EventLog): Promise<number> {
+  const uploaderId = partnerActorId(partnerId);
+  const { rows } = await client.query<{ id: string }>(
+    `update photo set status = 'deleted', deleted_at = now(), deleted_by = $2::text, updated_at = now()
+     where found_report_id = $1::uuid and uploader_id = $2::text and status <> 'deleted'
+     returning id`,
+    [foundReportId, uploaderId],
+  );
+  await client.query(`delete from partner_photo_fetch where found_report_id = $1::uuid and partner_id = $2::uuid`, [foundReportId, partnerId]);
+  if (rows.length === 0) return 0;
+  await recordEventBatch(
+    client,
+    EventType.PhotoDeleted,
+    rows.map((row) => ({ photoId: row.id, uploaderId, parentType: "found_report" as const, parentId: foundReportId, deletedBy: uploaderId })),
+    log,
+  );
+  await enqueueMany(client, rows.map((row) => ({ task: PHOTO_DELETE_TASK, payload: { photoId: row.id } })));
+  return rows.length;
 }

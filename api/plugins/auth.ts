@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import type { ApiConfig } from "../../lib/config.js";
 import type { Pool } from "../../lib/db.js";
+import { isPartnerUrl } from "../../lib/partners.js";
 import { ProblemError, ProblemSlug, problems } from "../../lib/problems.js";
 import { isSuspended } from "../accounts/store.js";
 
@@ -144,7 +145,8 @@ export function registerAuth(app: FastifyInstance, authenticator: Authenticator,
     }
   });
   app.addHook("onRequest", async (request) => {
-    if (request.routeOptions.config.auth === "partner") return;
+    // The partner API checks its own credentials; an unknown path under it is a plain 404, whatever its token.
+    if (request.routeOptions.config.auth === "partner" || (request.is404 && isPartnerUrl(request.url))) return;
     const actor = await authenticator.authenticate(request);
     request.actor = actor;
     const suspensionInStatement = request.routeOptions.config.suspension === "in-statement";

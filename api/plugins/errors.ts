@@ -3,11 +3,15 @@ import type { Socket } from "node:net";
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { isDatabaseUnavailable, isUniqueViolation } from "../../lib/db.js";
+import { isPartnerUrl } from "../../lib/partners.js";
 import { problemBody, ProblemError, problems, ProblemSlug, type ValidationIssue } from "../../lib/problems.js";
 
 export function sendProblem(reply: FastifyReply, baseUrl: string, problem: ProblemError): FastifyReply {
   reply.headers(problem.headers);
-  return reply.code(problem.status).type("application/problem+json").serializer(JSON.stringify).send(problemBody(baseUrl, problem));
+  const body = problemBody(baseUrl, problem);
+  // ASM3's publisher reads an error's text from `message` (contract part 4): under /partners it carries the detail too.
+  if (isPartnerUrl(reply.request.url)) body.message = body.detail;
+  return reply.code(problem.status).type("application/problem+json").serializer(JSON.stringify).send(body);
 }
 
 // Postgres data exceptions that only malformed input can cause.

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { clientAddressKey } from "../../lib/client-address.js";
+import { isPartnerUrl } from "../../lib/partners.js";
 
 export interface TokenBucketOptions {
   ratePerSecond: number;
@@ -26,8 +27,7 @@ export class TokenBuckets {
     this.idleMs = options.idleMs ?? Math.ceil((options.burst / options.ratePerSecond) * 1000) + 1000;
   }
 
-  /** Takes one token; returns 0 when allowed, else the seconds until one is available. */
-  take(key: string, now = performance.now()): number {
+  private refilled(key: string, now: number): Bucket {
     const { ratePerSecond, burst } = this.options;
     let bucket = this.buckets.get(key);
     if (!bucket) {
@@ -37,11 +37,33 @@ export class TokenBuckets {
       bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.updatedAt) / 1000) * ratePerSecond);
       bucket.updatedAt = now;
     }
+    return bucket;
+  }
+
+  /** Takes one token; returns 0 when allowed, else the seconds until one is available. */
+  take(key: string, now = performance.now()): number {
+    const bucket = this.refilled(key, now);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
       return 0;
     }
-    return (1 - bucket.tokens) / ratePerSecond;
+    return (1 - bucket.tokens) / this.options.ratePerSecond;
+  }
+
+  /**
+   * Takes one token, or books the next one to come when it is at most
+   * `maxWaitSeconds` away (the bucket then owes it: its tokens go below
+   * zero, and the following callers queue behind). `wait` is how long the
+   * caller must hold before it goes on (0: at once); `refused` is how long
+   * until a booking would fit, when none was made. With `idleMs` at least
+   * (burst + maxWaitSeconds × rate) / rate, a swept bucket owed nothing.
+   */
+  reserve(key: string, maxWaitSeconds: number, now = performance.now()): { wait: number } | { refused: number } {
+    const bucket = this.refilled(key, now);
+    const wait = bucket.tokens >= 1 ? 0 : (1 - bucket.tokens) / this.options.ratePerSecond;
+    if (wait > maxWaitSeconds) return { refused: wait - maxWaitSeconds };
+    bucket.tokens -= 1;
+    return { wait };
   }
 
   /** Drops buckets that have refilled completely; they carry no state. */
@@ -75,12 +97,15 @@ export interface IpLimiter {
  */
 export function registerIpLimiter(app: FastifyInstance, problemBaseUrl: string, now: () => number = () => performance.now()): IpLimiter {
   const buckets = new TokenBuckets({ ratePerSecond: IP_RATE_PER_SECOND, burst: IP_BURST });
-  const body = JSON.stringify({
+  const problem = {
     type: `${problemBaseUrl.replace(/\/$/, "")}/rate-limited`,
     title: "Too many requests",
     status: 429,
     detail: "too many requests from this address; slow down",
-  });
+  };
+  const body = JSON.stringify(problem);
+  // Under /partners every problem also carries `message`, which ASM3's publisher reads (api/plugins/errors.ts).
+  const partnerBody = JSON.stringify({ ...problem, message: problem.detail });
   const sweeper = setInterval(() => buckets.sweep(now()), 10_000);
   sweeper.unref();
   app.addHook("onClose", async () => clearInterval(sweeper));
@@ -91,11 +116,14 @@ export function registerIpLimiter(app: FastifyInstance, problemBaseUrl: string, 
       .code(429)
       .header("retry-after", String(Math.max(1, Math.ceil(wait))))
       .type("application/problem+json")
-      .send(body);
+      .send(isPartnerUrl(request.url) ? partnerBody : body);
     return true;
   };
   app.addHook("onRequest", (request, reply, done) => {
-    if (!refuse(request, reply)) done();
+    // The partner API's routes limit their calls themselves: by client address until a call is
+    // authenticated, then by partner (api/partners/access.ts), so a shelter publishing from one
+    // address is not held to one visitor's rate.
+    if (request.routeOptions.config.auth === "partner" || !refuse(request, reply)) done();
   });
   return { buckets, refuse };
 }

@@ -2,6 +2,7 @@ import swagger from "@fastify/swagger";
 import apiReference from "@scalar/fastify-api-reference";
 import type { FastifyInstance } from "fastify";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+import type { z } from "zod";
 import { Problem } from "../schemas.js";
 
 /** The OpenAPI 3.1 document at /openapi.json, generated from the routes' zod schemas, and a reference page at /docs. */
@@ -120,7 +121,10 @@ const problemDescriptions: Record<number, string> = {
 
 /** Documents a route's problem+json answers in its `response` schema (error bodies are rendered by the error handler). */
 export function problemResponses<S extends number>(...statuses: S[]): Record<S, typeof Problem> {
-  return Object.fromEntries(
-    statuses.map((status) => [status, Problem.describe(problemDescriptions[status] ?? "problem")]),
-  ) as Record<S, typeof Problem>;
+  return problemResponsesAs(Problem, ...statuses);
+}
+
+/** The same, with a problem schema of the route's own (the partner API's carries `message`). */
+export function problemResponsesAs<P extends z.ZodType, S extends number>(schema: P, ...statuses: S[]): Record<S, P> {
+  return Object.fromEntries(statuses.map((status) => [status, schema.describe(problemDescriptions[status] ?? "problem")])) as Record<S, P>;
 }

@@ -6,6 +6,7 @@ import { flagRoutes } from "./flags/routes.js";
 import { matchRoutes } from "./matches/routes.js";
 import { reportOwnerRoutes } from "./reports/owner-routes.js";
 import { reportRoutes } from "./reports/routes.js";
+import { shelterRoutes } from "./shelters/routes.js";
 import { sightingRoutes } from "./sightings/routes.js";
 
 /** /v1/safety: one module per resource. */
@@ -17,4 +18,5 @@ export const safetyRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
   await app.register(alertRoutes, deps);
   await app.register(sightingRoutes, deps);
   await app.register(matchRoutes, deps);
+  await app.register(shelterRoutes, deps);
 };

@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import PDFDocument from "pdfkit";
 import QRCode from "qrcode";
 import type { Messages } from "../tag/i18n/index.js";
-import { detailRows, headline } from "./render.js";
+import { atPartnerText, detailRows, headline } from "./render.js";
 import { placeText, type ShareView } from "./view.js";
 
 /**
@@ -176,6 +176,16 @@ export function renderFlyer(input: FlyerInput): Promise<Buffer> {
   const urlSize = fitLine(doc, pageUrl, innerW, 10);
   doc.fontSize(urlSize).text(pageUrl, MARGIN, y, { width: innerW, height: urlSize * 1.4, align: "right", lineBreak: false });
   y += urlSize * 1.4 + 8;
+
+  // A shelter's animal: where it is and until when it is held, by name only (a flyer carries no phone or email).
+  const at = atPartnerText(m, view);
+  if (at) {
+    doc.font("bold");
+    const shown = printable(doc, at);
+    const size = fitLine(doc, shown, innerW, 16);
+    doc.fontSize(size).text(shown, MARGIN, y, { width: innerW, height: size * 1.3, lineBreak: false });
+    y += size * 1.3 + 6;
+  }
 
   // Details, then the area in words: "near" and the coarse point, never the precise one.
   const labelW = 150;

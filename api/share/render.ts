@@ -102,7 +102,15 @@ function partner(m: Messages, view: ShareView): string {
     .filter((row): row is [string, string, string | null] => row[1] !== undefined && row[1] !== "")
     .map(([label, value, href]) => `<dt>${t(label)}</dt><dd>${href ? `<a href="${escapeHtml(href)}">${escapeHtml(value)}</a>` : escapeHtml(value)}</dd>`)
     .join("");
-  return `<section class="partner" aria-labelledby="partner-heading"><h2 id="partner-heading">${t(m.share.atPartner, { name: at.name })}</h2>${items ? `<dl>${items}</dl>` : ""}</section>\n`;
+  const note = view.heldUntil ? `<p>${t(m.share.holdNote, { name: at.name, date: dateOf(m, view.heldUntil) })}</p>` : "";
+  return `<section class="partner" aria-labelledby="partner-heading"><h2 id="partner-heading">${escapeHtml(atPartnerText(m, view)!)}</h2>${note}${items ? `<dl>${items}</dl>` : ""}</section>\n`;
+}
+
+/** "At <partner> until <date>" (the end of its stray hold), or "At <partner>"; null when no partner holds the animal. */
+export function atPartnerText(m: Messages, view: ShareView): string | null {
+  const at = view.atPartner;
+  if (!at) return null;
+  return view.heldUntil ? format(m.share.atPartnerUntil, { name: at.name, date: dateOf(m, view.heldUntil) }) : format(m.share.atPartner, { name: at.name });
 }
 
 function errorSummary(m: Messages, errors: Record<string, string>): string {

@@ -59,7 +59,7 @@ const sightingAddressBucket = (address: string): BucketSpec => ({
 export const SHARE_PAGE_SIGHTING_REPORTER = "anonymous:share-page";
 
 /** Bumped when the flyer's or card's layout changes, so no cache holds the old one under a valid ETag. */
-const RENDER_FORMAT = "1";
+const RENDER_FORMAT = "2";
 const DEFAULT_RENDER_CACHE_BYTES = 32 * 1024 * 1024;
 
 const pageHeaders = (reply: FastifyReply): FastifyReply => sharedPageHeaders(reply, { indexable: true });
@@ -170,7 +170,22 @@ export const shareRoutes: FastifyPluginAsync<ShareRoutesOptions> = async (plain,
   const etagOf = (what: string, kind: ReportKind, row: ShareReportRow, lang: Language, size = "") =>
     `"${createHash("sha256")
       .update(
-        JSON.stringify([RENDER_FORMAT, what, kind, row.id, row.updatedAt.toISOString(), row.status, row.closedReason, row.photos.map((p) => p.id), lang, size, base]),
+        JSON.stringify([
+          RENDER_FORMAT,
+          what,
+          kind,
+          row.id,
+          row.updatedAt.toISOString(),
+          row.status,
+          row.closedReason,
+          row.photos.map((p) => p.id),
+          // A partner's edit (its name, its strayHoldDays) changes what the flyer says without touching the report.
+          row.partner?.name ?? null,
+          row.heldUntil?.toISOString() ?? null,
+          lang,
+          size,
+          base,
+        ]),
       )
       .digest("base64url")
       .slice(0, 27)}"`;

@@ -1,6 +1,6 @@
 import type { Species } from "../../lib/animals.js";
 import type { Queryable } from "../../lib/db.js";
-import { foundReportPartnerSql, type FoundReportPartner } from "../../lib/partners.js";
+import { foundReportHeldUntilSql, foundReportPartnerSql, type FoundReportPartner } from "../../lib/partners.js";
 import { reportTable, type ReportKind } from "../../lib/report-lifecycle.js";
 import { moderationTarget } from "../safety/reports/store.js";
 import { coarseColumns, moderationStateOf } from "../safety/sql.js";
@@ -29,6 +29,8 @@ export interface ShareReportRow {
   photos: { id: string; displayKey: string; width: number | null; height: number | null }[];
   /** The shelter partner holding a found animal (its public contact), else null. */
   partner: FoundReportPartner | null;
+  /** The end of that partner's stray hold, else null. */
+  heldUntil: Date | null;
 }
 
 const happenedColumn: Record<ReportKind, string> = { lost: "r.last_seen_at", found: "r.found_at" };
@@ -53,7 +55,8 @@ export async function findShareReport(client: Queryable, kind: ReportKind, id: s
                    where p.${kind}_report_id = r.id and p.status = 'ready' and p.display_key is not null
                      and not exists (select from moderation_content_state m where m.target_type = 'photo' and m.target_id = p.id)),
                   '[]'::json) as photos,
-         ${kind === "found" ? foundReportPartnerSql("r") : "null::jsonb"} as partner
+         ${kind === "found" ? foundReportPartnerSql("r") : "null::jsonb"} as partner,
+         ${kind === "found" ? foundReportHeldUntilSql("r") : "null::timestamptz"} as "heldUntil"
        from ${reportTable[kind]} r where r.id = $1::uuid`,
     values: [id],
   });

@@ -34,6 +34,8 @@ export interface ShareView {
    * The share store fills null: the partner module supplies it where it knows one.
    */
   atPartner: AtPartner | null;
+  /** The end of that partner's stray hold: "At <partner> until <date>". */
+  heldUntil: Date | null;
 }
 
 export function stateOf(row: Pick<ShareReportRow, "status" | "closedReason">): ShareState {
@@ -60,6 +62,7 @@ export function shareViewOf(kind: ReportKind, row: ShareReportRow): ShareView {
     place: { lat: round(row.coarseLat, 3), lon: round(row.coarseLon, 3) },
     photoPaths: row.photos.map((photo) => `/v1/photos/${photo.id}/display`),
     atPartner: row.partner,
+    heldUntil: row.partner ? row.heldUntil : null,
   };
 }
 

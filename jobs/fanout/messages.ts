@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import { MAX_RADIUS_KM } from "../../lib/alerts.js";
 import type { Species } from "../../lib/animals.js";
 import type { NotificationDraft } from "../../lib/notification-rows.js";
+import { derivedSourceId } from "../../lib/source-id.js";
 
 /**
  * The text of nearby_lost notifications. About the subscriber they carry
@@ -102,10 +102,4 @@ export function digestDraft(actorId: string, day: string, items: Array<AlertRepo
  * UUID, so a re-run of the digest (a retried job, a second notifier) finds
  * its notification already written instead of sending another.
  */
-export function digestSourceId(actorId: string, day: string): string {
-  const hash = createHash("sha256").update(`alerts-digest\n${actorId}\n${day}`).digest();
-  hash[6] = (hash[6]! & 0x0f) | 0x80; // version 8: custom
-  hash[8] = (hash[8]! & 0x3f) | 0x80; // RFC 4122 variant
-  const hex = hash.subarray(0, 16).toString("hex");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
+export const digestSourceId = (actorId: string, day: string): string => derivedSourceId(`alerts-digest\n${actorId}\n${day}`);

@@ -97,6 +97,8 @@ async function partnerSession(): Promise<{ id: string; headers: Record<string, s
   return { id: String(made.id), headers: { "x-api-key": PARTNER_KEY, authorization: `Bearer ${String(login.accessToken)}` } };
 }
 const adminPartner = async () => String((await partnerSession()).id);
+let editedPartner: Promise<string> | undefined;
+let editingSession: ReturnType<typeof partnerSession> | undefined;
 
 const cases: Record<string, Case> = {
   // Shelter partners: the admin resource, and the animals a partner publishes (read back from the row: the partner's own
@@ -120,6 +122,27 @@ const cases: Record<string, Case> = {
       send: (body) => h.call({ method: "POST", url: "/partners/v2/animals", headers, payload: { ...body, intakeDate: "11/20/2025", birthDate: "" } }),
       read: async (res) =>
         (await h.pool.query(`select partner_external_id as "externalId", breed, description, partner_animal as animal from safety_found_report where id = $1::uuid`, [res.json().id])).rows[0],
+    };
+  },
+
+  // One partner for every edit, each read back before the next: a partner costs two scrypt hashes to make.
+  "PATCH /v1/admin/partners/{id}": async () => {
+    const id = await (editedPartner ??= adminPartner());
+    return {
+      send: (body) => h.call({ method: "PATCH", url: `/v1/admin/partners/${id}`, headers: as("inj-admin", [PLATFORM_ADMIN]), payload: body }),
+      read: async () => ((await readAsAdmin("/v1/admin/partners?limit=200")).items as { id: string }[]).find((p) => p.id === id),
+    };
+  },
+  "PATCH /partners/v2/animals/{id}": async () => {
+    const { headers } = await (editingSession ??= partnerSession());
+    const created = await ok(
+      h.call({ method: "POST", url: "/partners/v2/animals", headers, payload: { externalId: fresh("inj-animal"), species: "dog", status: "found", intakeDate: "11/20/2025" } }),
+    );
+    return {
+      send: (body) =>
+        h.call({ method: "PATCH", url: `/partners/v2/animals/${String(created.id)}`, headers, payload: { ...body, intakeDate: "11/20/2025", birthDate: "" } }),
+      read: async () =>
+        (await h.pool.query(`select partner_external_id as "externalId", breed, description, partner_animal as animal from safety_found_report where id = $1::uuid`, [created.id])).rows[0],
     };
   },
 

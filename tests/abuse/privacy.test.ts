@@ -155,6 +155,21 @@ describe("no public response carries a precise location, a reporter id, contact 
     });
     expect(second.statusCode).toBe(201);
 
+    // A shelter nearby, whose public contact GET /v1/safety/shelters lists (public by design).
+    const shelter = await h.call({
+      method: "POST",
+      url: "/v1/admin/partners",
+      headers: as("privacy-admin", [PLATFORM_ADMIN]),
+      payload: {
+        name: "Refuge Privacy",
+        kind: "shelter",
+        location: { lat: 48.861234, lon: 2.349876 },
+        publicContact: { phone: "+33 1 40 00 00 00", email: "accueil@refuge.example" },
+        loginEmail: "privacy-shelter@refuge.example",
+      },
+    });
+    expect(shelter.statusCode, shelter.body).toBe(201);
+
     const near = `lat=${PRECISE.lat}&lon=${PRECISE.lon}`;
     for (const [viewer, headers] of viewers) {
       const reads = [
@@ -164,6 +179,8 @@ describe("no public response carries a precise location, a reporter id, contact 
         `/v1/safety/alerts?${near}&kind=lost&radiusKm=1`,
         `/v1/safety/alerts?${near}&kind=found&species=cat`,
         `/v1/safety/alerts?${near}&limit=1`,
+        `/v1/safety/shelters?${near}`,
+        `/v1/safety/shelters?${near}&radiusKm=100&limit=1`,
         `/v1/safety/lost-reports/${world.lostReportId}/sightings`,
         `/v1/safety/lost-reports/${world.lostReportId}/sightings?limit=1`,
         `/emergency/${world.token}`,

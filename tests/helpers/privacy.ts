@@ -31,6 +31,11 @@ const isPartnerContact = (value: unknown): boolean =>
   ["shelter", "rescue", "vet"].includes((value as { kind?: unknown }).kind as string) &&
   Object.keys(value).every((k) => ["name", "kind", "phone", "email", "address", "website"].includes(k));
 
+/** `{phone?, email?, address?, website?}` under `publicContact`: a shelter partner's, listed by GET /v1/safety/shelters. */
+const isPublicContact = (value: unknown): boolean =>
+  typeof value === "object" && value !== null && !Array.isArray(value) &&
+  Object.keys(value).every((k) => ["phone", "email", "address", "website"].includes(k));
+
 const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+\.[A-Za-z0-9.-]+/;
 // International form: a plus sign and at least 8 digits, spaces, dots or dashes between them allowed.
 const PHONE = /\+\d(?:[\s.-]?\d){7,}/;
@@ -146,8 +151,9 @@ export class PrivacyRules {
     if (pair.point && !coarse) found.push(`${at}: precise point ${JSON.stringify(pair.point)}`);
     if (!pair.point && pair.keys.some((k) => isFine(asCoordinate(record[k]) ?? 0))) found.push(`${at}: a lone coordinate (${pair.keys.join(", ")})`);
     for (const [key, value] of Object.entries(record)) {
-      // A shelter partner's public contact on a found report in its custody is public by design (contract part 3).
+      // A shelter partner's public contact, on a found report in its custody or in the shelters near a point, is public by design (contract parts 3 and 4).
       if (key === "partner" && isPartnerContact(value)) continue;
+      if (key === "publicContact" && isPublicContact(value)) continue;
       if (PRIVATE_KEYS.has(normalise(key))) found.push(`${at}.${key}: private field`);
       found.push(...this.walk(value, `${at}.${key}`, coarse && pair.keys.includes(key)));
       // Opaque cursors are base64url JSON: what they hide must be public too.

@@ -78,7 +78,8 @@ describe("one event can be followed across the three processes by its id", () =>
       { status: "sent", channel: "email", recipient_actor_id: "trace-owner" },
       { status: "sent", channel: "in_app", recipient_actor_id: "trace-owner" },
     ]);
-    expect(smtp.received.map((m) => m.to)).toEqual([["trace-owner@example.org"]]);
+    // The relay message's mail (filing the report also mailed the owner its first hour's guide).
+    expect(smtp.received.filter((m) => !/what to do in the first hour/.test(m.raw)).map((m) => m.to)).toEqual([["trace-owner@example.org"]]);
     // Contact data stays out of every log line.
     for (const p of [api, relay, notifier]) {
       expect(JSON.stringify(p.lines)).not.toContain("finder@example.org");

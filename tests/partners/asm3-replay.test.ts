@@ -13,35 +13,23 @@ import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { eventually } from "../helpers/stream.js";
 import { type Harness } from "../helpers/harness.js";
 import { call, lostReportBody } from "../safety/helpers.js";
+import { Asm3Shelter, IDTYPE_PETCOLOVELOST, type AsmAnimal, type HttpRequest } from "./asm3-publisher.js";
 import { API_KEY, createPartner, startPartnerHarness, type TestPartner } from "./support.js";
 import { mappedResolver, PHOTO_HOST, startHttpsServer, testCertificate, type TestServer } from "./servers.js";
 
 /**
- * A replay of ASM3's found-animal publisher (sheltermanager/asm3,
- * src/asm3/publishers/petcolovelost.py) pointed at https://<host>/partners:
- * each call with the method, path, headers and body that publisher sends,
- * in its order, and each answer read the way it reads it (accessToken,
- * pets[].metadata.system_animal_id, pets[].id, the 201 and its id).
- *
- * Its HTTP helpers (asm3.utils) shape the requests: post_json serialises
- * with Python's json.dumps (", " and ": " separators) and sets Content-Type
- * application/json on the caller's headers dict, which the photo call then
- * reuses; get_url is requests.get; removeAnimal's post_data sends an empty
- * body with DELETE, to which urllib adds Content-Type
- * application/x-www-form-urlencoded and Content-Length 0.
+ * A shelter's week with ASM3's found-animal publisher, run() for run()
+ * (tests/partners/asm3-publisher.ts replays it statement for statement, at
+ * the commit it names), pointed at /partners from one address: the first
+ * publish, an edit (PATCH), the photos purged and posted again on every
+ * change, an animal that left (DELETE), and the failure path of a create
+ * that is refused, after which the publisher calls /v2/animals//photos.
+ * Each answer is read as the publisher reads it: a raise is an animal it
+ * counts as failed and never records as published.
  */
 
-/** Python's json.dumps(obj): ", " between items and ": " after keys. */
-const pyJson = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(pyJson).join(", ")}]`;
-  if (value !== null && typeof value === "object") {
-    return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`).join(", ")}}`;
-  }
-  return JSON.stringify(value);
-};
-const PYTHON_URLLIB = { "user-agent": "Python-urllib/3.12", "accept-encoding": "identity", connection: "close" };
-const PYTHON_REQUESTS = { "user-agent": "python-requests/2.32.3", "accept-encoding": "gzip, deflate", accept: "*/*", connection: "keep-alive" };
 const SHELTER_IP = "203.0.113.50";
+const DAY = 86_400_000;
 
 let h: Harness;
 let pipeline: Pipeline;
@@ -49,89 +37,116 @@ let workerPool: Pool;
 let photoWorker: SupervisedWorker;
 let photos: TestServer;
 let partner: TestPartner;
+let shelter: Asm3Shelter;
+const storage = new LocalObjectStorage(TEST_PHOTO_DIR);
 const emails: DeliverableNotification[] = [];
 const emailDeliverer: Deliverer = { deliver: async (n) => void emails.push(n) };
+/** Every call the publisher made, with its answer, in order. */
+const wire: { request: HttpRequest; status: number; body: string }[] = [];
+const jpegs = new Map<string, Buffer>();
 
-/** The shelter's ASM3 animal record, as getAnimalDataQuery selects it (a US shelter: weights in lb, dates MM/DD/YYYY). */
-const animalRecord = {
-  ID: 1742,
-  SHELTERCODE: "D2025110042",
-  ANIMALNAME: "Biscuit",
-  BREEDNAME1: "Beagle",
-  BREEDNAME2: "",
-  IDENTICHIPNUMBER: "250268500123456",
-  IDENTICHIP2NUMBER: "981020000654321",
-  DATEOFBIRTH: "03/14/2021",
-  DATEBROUGHTIN: "11/20/2025",
-  WEIGHT: 26.5,
-  PICKUPADDRESS: "12 Rue Cler, 75007",
-  ANIMALCOMMENTS: "Found wandering near the park, friendly, brown and white.",
-  SPECIESNAME: "Dog",
-  SIZE: "Medium",
-  NEUTERED: 1,
-  SEX: 1,
-};
-
-/** processAnimal's body, field for field and in its order. */
-function processAnimal(an: typeof animalRecord, shelterId: string) {
-  const chip = an.IDENTICHIP2NUMBER ? `${an.IDENTICHIPNUMBER} ${an.IDENTICHIP2NUMBER}` : an.IDENTICHIPNUMBER;
-  const breed = an.BREEDNAME2 ? `${an.BREEDNAME1} ${an.BREEDNAME2}` : an.BREEDNAME1;
-  const ro: Record<string, unknown> = {
-    externalId: an.SHELTERCODE,
-    displayId: an.SHELTERCODE,
-    birthDate: an.DATEOFBIRTH,
-    description: an.ANIMALCOMMENTS,
-    address: { city: "", country: "", line1: an.PICKUPADDRESS, line2: "", postalCode: "", state: "" },
-    intakeDate: an.DATEBROUGHTIN,
-    name: an.ANIMALNAME,
-    metadata: { system_animal_id: an.ID },
-    microchip: chip,
-    shelterId,
-    species: an.SPECIESNAME.toLowerCase(),
-    status: "found",
-    size: an.SIZE.toUpperCase(),
-    altered: an.NEUTERED === 1,
-    breed,
-    // "Weight must be an integer number of ounces": lb × 16 (a float in Python when the weight has a fraction).
-    weight: an.WEIGHT * 16,
-  };
-  if (an.SPECIESNAME.toLowerCase() === "cat") ro.declawed = false;
-  ro.sex = an.SEX === 0 ? "female" : "male";
-  return ro;
+/** A distinct JPEG per ASM3 media id, as its media_image service serves it. */
+async function jpegOf(mediaId: string): Promise<Buffer> {
+  let jpeg = jpegs.get(mediaId);
+  if (!jpeg) {
+    const shade = (Number(mediaId) * 37) % 200;
+    jpeg = await sharp({ create: { width: 800, height: 600, channels: 3, background: { r: 160, g: 112 + (shade % 40), b: shade } } })
+      .composite([{ input: Buffer.from(`<svg width="800" height="600"><circle cx="${200 + shade}" cy="300" r="180" fill="#fff"/></svg>`), top: 0, left: 0 }])
+      .jpeg()
+      .toBuffer();
+    jpegs.set(mediaId, jpeg);
+  }
+  return jpeg;
 }
 
-const shelterId = "66113416-090e-468b-b484-043cd4d8413d";
-let jpeg: Buffer;
+const now = Date.now();
+/** The week: Monday five days ago, each run at 08:00 of its day. */
+const at = (day: number) => new Date(now - (5 - day) * DAY);
+
+function animal(overrides: Partial<AsmAnimal> & Pick<AsmAnimal, "ID" | "SHELTERCODE" | "ANIMALNAME" | "SPECIESNAME">): AsmAnimal {
+  return {
+    BREEDNAME1: "Beagle",
+    BREEDNAME2: "",
+    IDENTICHIPNUMBER: "",
+    IDENTICHIP2NUMBER: "",
+    DATEOFBIRTH: new Date("2021-03-14T00:00:00Z"),
+    DATEBROUGHTIN: new Date(at(0).toISOString().slice(0, 10)),
+    WEIGHT: 26.5,
+    PICKUPADDRESS: "12 Rue Cler, 75007",
+    ANIMALCOMMENTS: "Found wandering near the park, friendly.",
+    SIZE: "Medium",
+    NEUTERED: 1,
+    DECLAWED: 0,
+    SEX: 1,
+    LASTCHANGEDDATE: new Date(at(0).getTime() - 3_600_000),
+    ARCHIVED: 0,
+    EXTRAIDS: {},
+    media: [],
+    ...overrides,
+  };
+}
+
+let biscuit: AsmAnimal;
+let minou: AsmAnimal;
+let rex: AsmAnimal;
 
 beforeAll(async () => {
   h = await startPartnerHarness();
-  partner = await createPartner(h, { name: "Riverside Animal Shelter", dateFormat: "MM/DD/YYYY" });
+  partner = await createPartner(h, { name: "Riverside Animal Shelter", dateFormat: "YYYY-MM-DD", strayHoldDays: 7 });
   pipeline = await startPipeline(h.api.pool, h.api.nc, { deliverers: { in_app: inAppDeliverer, email: emailDeliverer } });
-  jpeg = await sharp({ create: { width: 800, height: 600, channels: 3, background: "#a0703c" } })
-    .composite([{ input: Buffer.from('<svg width="800" height="600"><circle cx="400" cy="300" r="180" fill="#fff"/></svg>'), top: 0, left: 0 }])
-    .jpeg()
-    .toBuffer();
   photos = await startHttpsServer((request, response) => {
-    if (request.url?.startsWith("/image?")) {
-      response.writeHead(200, { "content-type": "image/jpeg", "content-length": jpeg.length });
-      response.end(jpeg);
-    } else {
+    const mediaId = new URL(request.url ?? "/", "https://x").searchParams.get("mediaid");
+    if (!request.url?.startsWith("/service?") || !mediaId) {
       response.writeHead(404);
       response.end();
+      return;
     }
+    void jpegOf(mediaId).then((jpeg) => {
+      response.writeHead(200, { "content-type": "image/jpeg", "content-length": jpeg.length });
+      response.end(jpeg);
+    });
   });
   workerPool = createPool({ connectionString: h.db.url, max: 4, applicationName: "partner-photos-test", logger: pino({ level: "silent" }) });
-  // The notifier's photo runner, with the shelter's photo host allow-listed (PARTNER_PHOTO_FETCH_ALLOW) and resolved to this
-  // machine, and the test certificate trusted: the fetch is real HTTPS to a local server.
+  // The notifier's photo runner (fetch, process, delete), with the shelter's photo host allow-listed and resolved to this
+  // machine and the test certificate trusted: the fetch is real HTTPS to a local server.
   photoWorker = await startPhotoWorker(
     {
       pool: workerPool,
-      storage: new LocalObjectStorage(TEST_PHOTO_DIR),
+      storage,
       logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
       partnerPhotoFetch: { allowHosts: [PHOTO_HOST], resolve: mappedResolver({ [PHOTO_HOST]: "127.0.0.1" }), ca: testCertificate().cert },
     },
     2,
   );
+  shelter = new Asm3Shelter(
+    { email: partner.loginEmail, password: partner.password, apiKey: API_KEY, shelterId: "66113416-090e-468b-b484-043cd4d8413d" },
+    `https://${PHOTO_HOST}:${photos.port}/service`,
+    "riverside",
+    "lb",
+    async (request) => {
+      const res = await h.api.app.inject({
+        method: request.method,
+        url: `/partners${request.path}`,
+        headers: request.headers,
+        payload: request.body,
+        remoteAddress: SHELTER_IP,
+      });
+      wire.push({ request, status: res.statusCode, body: res.body });
+      return { status: res.statusCode, body: res.body };
+    },
+  );
+  biscuit = animal({
+    ID: 1742,
+    SHELTERCODE: "D2025110042",
+    ANIMALNAME: "Biscuit",
+    SPECIESNAME: "Dog",
+    IDENTICHIPNUMBER: "250268500123456",
+    IDENTICHIP2NUMBER: "981020000654321",
+    media: [{ ID: 9001, DATE: new Date(at(0).getTime() - 7_200_000) }],
+  });
+  minou = animal({ ID: 1743, SHELTERCODE: "C2025110043", ANIMALNAME: "Minou", SPECIESNAME: "Cat", BREEDNAME1: "Domestic Short Hair", SEX: 0, media: [{ ID: 9002, DATE: new Date(at(0).getTime() - 7_200_000) }, { ID: 9003, DATE: new Date(at(0).getTime() - 7_200_000) }] });
+  rex = animal({ ID: 1744, SHELTERCODE: "D2025110044", ANIMALNAME: "Rex", SPECIESNAME: "Dog", DATEOFBIRTH: null, BREEDNAME2: "Labrador Retriever" });
+  shelter.animals.push(biscuit, minou, rex);
 });
 
 afterAll(async () => {
@@ -142,152 +157,180 @@ afterAll(async () => {
   await h?.close();
 });
 
-/** A request as the shelter's server sends it, through the API's HTTP handling (inject), from the shelter's address. */
-const send = (options: { method: "GET" | "POST" | "DELETE"; url: string; headers: Record<string, string>; body?: string }) =>
-  h.api.app.inject({ method: options.method, url: options.url, headers: options.headers, payload: options.body, remoteAddress: SHELTER_IP });
+/** The calls of one run, as `METHOD path status`. */
+async function runOn(day: number): Promise<string[]> {
+  const from = wire.length;
+  await shelter.run(at(day));
+  return wire.slice(from).map((c) => `${c.request.method} ${c.request.path} ${c.status}`);
+}
 
-const BASE = "/partners";
-let accessToken = "";
-let published: [number, string][] = [];
+const idOf = (an: AsmAnimal) => an.EXTRAIDS[IDTYPE_PETCOLOVELOST]!;
 
-/** The publisher's list call at the start of each run (requests.get, its first page). */
-const listAnimals = () =>
-  send({
-    method: "GET",
-    url: `${BASE}/v2/animals/?limit=25&offset=0`,
-    headers: { ...PYTHON_REQUESTS, "x-api-key": API_KEY, authorization: `Bearer ${accessToken}` },
-  });
-let pcllid = "";
-
-describe("ASM3's found-animal publisher, replayed call for call", () => {
-  it("getAuthDetails: POST {url}/v2/auth/login with x-api-key and Content-Type; reads accessToken", async () => {
-    const res = await send({
-      method: "POST",
-      url: `${BASE}/v2/auth/login`,
-      headers: { ...PYTHON_URLLIB, "x-api-key": API_KEY, "content-type": "application/json" },
-      body: pyJson({ email: partner.loginEmail, password: partner.password }),
-    });
-    expect(res.statusCode, res.body).toBe(200);
-    accessToken = JSON.parse(res.body).accessToken;
-    expect(accessToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
-  });
-
-  it("create_shelter: POST {url}/v2/shelters with the organisation's details; answers the partner", async () => {
-    const payload = {
-      address: { city: "Paris", country: "France", line1: "1 Quai Branly", line2: "", postalCode: "75007", state: "" },
-      contact: { email: "desk@riverside-shelter.example", phone: "+33 1 23 45 67 89" },
-      name: "Riverside Animal Shelter",
-      website: "https://riverside-shelter.example",
-    };
-    const res = await send({
-      method: "POST",
-      url: `${BASE}/v2/shelters`,
-      headers: { ...PYTHON_URLLIB, "x-api-key": API_KEY, authorization: `Bearer ${accessToken}`, "content-type": "application/json" },
-      body: pyJson(payload),
-    });
-    expect(res.statusCode, res.body).toBe(200);
-    expect(JSON.parse(res.body)).toEqual({ id: partner.id, name: "Riverside Animal Shelter" });
-  });
-
-  it("run: GET {url}/v2/animals/?limit=25&offset=0 (requests.get); reads pets[].metadata.system_animal_id and pets[].id", async () => {
-    const res = await listAnimals();
-    expect(res.statusCode, res.body).toBe(200);
-    const cjson = JSON.parse(res.body);
-    published = cjson.pets.map((pa: { metadata: { system_animal_id: number }; id: string }) => [pa.metadata.system_animal_id, pa.id]);
-    expect(published).toEqual([]);
-  });
-
-  it("run: POST {url}/v2/animals with processAnimal's body (MM/DD/YYYY dates, two chips, ounces); 201 and its id", async () => {
-    const res = await send({
-      method: "POST",
-      url: `${BASE}/v2/animals`,
-      headers: { ...PYTHON_URLLIB, "x-api-key": API_KEY, authorization: `Bearer ${accessToken}`, "content-type": "application/json" },
-      body: pyJson(processAnimal(animalRecord, shelterId)),
-    });
-    expect(res.statusCode, res.body).toBe(201);
-    pcllid = JSON.parse(res.body).id;
-    const { rows } = await h.db.pool.query(
-      `select reporter_id, status, species, breed, sex, microchip_id, found_at, partner_external_id, partner_animal
-       from safety_found_report where id = $1::uuid`,
-      [pcllid],
+/** The animal's live photos (not deleted) and its fetches, once every fetch has settled. */
+async function settledPhotos(foundReportId: string, expected: number) {
+  return eventually(async () => {
+    const { rows } = await h.db.pool.query<{ status: string; display_key: string | null }>(
+      `select status, display_key from photo where found_report_id = $1::uuid and status <> 'deleted'`,
+      [foundReportId],
     );
-    expect(rows[0]).toMatchObject({
-      reporter_id: `partner:${partner.id}`,
-      status: "open",
-      species: "dog",
-      breed: "Beagle",
-      sex: "male",
-      microchip_id: "250268500123456",
-      partner_external_id: "D2025110042",
-    });
-    expect(rows[0].found_at.toISOString()).toBe("2025-11-20T00:00:00.000Z");
-    expect(rows[0].partner_animal).toMatchObject({
-      weightOunces: 424,
-      microchips: ["250268500123456", "981020000654321"],
-      birthDate: "2021-03-14",
-      size: "MEDIUM",
-      name: "Biscuit",
-      altered: true,
-    });
-  });
+    return rows.length === expected && rows.every((r) => r.status === "ready") ? rows : undefined;
+  }, 30_000);
+}
 
-  it("run: POST {url}/v2/animals/{id}/photos with the image URL (same headers dict); 202, then fetched and processed", async () => {
-    const imageurl = `https://${PHOTO_HOST}:${photos.port}/image?db=asmtestdbdb&mode=animal&id=${animalRecord.ID}`;
-    const res = await send({
-      method: "POST",
-      url: `${BASE}/v2/animals/${pcllid}/photos`,
-      headers: { ...PYTHON_URLLIB, "x-api-key": API_KEY, authorization: `Bearer ${accessToken}`, "content-type": "application/json" },
-      body: pyJson({ photos: [{ url: `${imageurl}&something=.jpg` }] }),
-    });
-    expect(res.statusCode, res.body).toBe(202);
-    const detail = await eventually(async () => {
-      const r = await send({ method: "GET", url: `${BASE}/v2/animals/${pcllid}`, headers: { "x-api-key": API_KEY, authorization: `Bearer ${accessToken}` } });
-      const body = JSON.parse(r.body);
-      return body.photos?.[0]?.status === "ready" ? body : undefined;
-    }, 20_000);
-    expect(detail.photos).toEqual([{ id: expect.any(String), url: `${imageurl}&something=.jpg`, status: "ready" }]);
-    expect(photos.requests).toEqual([`/image?db=asmtestdbdb&mode=animal&id=${animalRecord.ID}&something=.jpg`]);
-    // The public view lists the processed photo, with the partner holding the animal.
-    const view = await call(h.api, { method: "GET", url: `/v1/safety/found-reports/${pcllid}` });
-    expect(view.json().photos).toHaveLength(1);
+describe("a shelter's week, as ASM3's publisher runs it", () => {
+  it("Monday, the first run: login, then each animal created, its photos purged and posted; every answer read without a raise", async () => {
+    const calls = await runOn(0);
+    expect(shelter.log.errors).toEqual([]);
+    const [b, m, r] = [idOf(biscuit), idOf(minou), idOf(rex)];
+    for (const id of [b, m, r]) expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(calls).toEqual([
+      "POST /v2/auth/login 200",
+      "POST /v2/animals 201",
+      `DELETE /v2/animals/${b}/photos 204`,
+      `POST /v2/animals/${b}/photos 202`,
+      "POST /v2/animals 201",
+      `DELETE /v2/animals/${m}/photos 204`,
+      `POST /v2/animals/${m}/photos 202`,
+      "POST /v2/animals 201",
+      `DELETE /v2/animals/${r}/photos 204`,
+    ]);
+    // The photo answer has an id, so every animal with photos is counted as published (the raise on `message` is gone).
+    expect(shelter.log.info.filter((line) => line.startsWith("Successfully processed"))).toHaveLength(2);
+    expect([...shelter.published.keys()].sort()).toEqual([1742, 1743, 1744]);
+    // The DELETE went as requests sends it: no body, no Content-Type, Content-Length 0.
+    const purge = wire.find((c) => c.request.method === "DELETE")!.request;
+    expect(purge.body).toBeUndefined();
+    expect(purge.headers["content-type"]).toBeUndefined();
+    expect(purge.headers["content-length"]).toBe("0");
+
+    const { rows } = await h.db.pool.query(
+      `select id, reporter_id, status, species, breed, sex, microchip_id, found_at, partner_external_id, partner_animal
+       from safety_found_report where partner_id = $1::uuid order by partner_external_id`,
+      [partner.id],
+    );
+    expect(rows.map((row) => row.partner_external_id)).toEqual(["C2025110043", "D2025110042", "D2025110044"]);
+    const dog = rows.find((row) => row.id === b);
+    expect(dog).toMatchObject({ reporter_id: `partner:${partner.id}`, status: "open", species: "dog", breed: "Beagle", sex: "male", microchip_id: "250268500123456" });
+    expect(dog.found_at.toISOString()).toBe(`${at(0).toISOString().slice(0, 10)}T00:00:00.000Z`);
+    expect(dog.partner_animal).toMatchObject({ weightOunces: 424, microchips: ["250268500123456", "981020000654321"], birthDate: "2021-03-14", size: "MEDIUM", name: "Biscuit", altered: true });
+    expect(rows.find((row) => row.id === r).partner_animal).toMatchObject({ birthDate: null });
+    expect(rows.find((row) => row.id === m)).toMatchObject({ species: "cat", sex: "female", breed: "Domestic Short Hair" });
+
+    await settledPhotos(b, 1);
+    await settledPhotos(m, 2);
+    expect(photos.requests.filter((path) => path.includes("mediaid=9001"))).toHaveLength(1);
+    // The public view lists the processed photos, with the partner holding the animal and until when.
+    const view = await call(h.api, { method: "GET", url: `/v1/safety/found-reports/${m}` });
+    expect(view.json().photos).toHaveLength(2);
     expect(view.json().partner).toMatchObject({ name: "Riverside Animal Shelter", kind: "shelter" });
+    expect(view.json().heldUntil).toMatch(/T23:59:59\.999Z$/);
   });
 
-  it("the next run: the list shows the animal by its system_animal_id, so ASM3 skips it", async () => {
-    const res = await listAnimals();
-    expect(res.statusCode, res.body).toBe(200);
-    const cjson = JSON.parse(res.body);
-    published = cjson.pets.map((pa: { metadata: { system_animal_id: number }; id: string }) => [pa.metadata.system_animal_id, pa.id]);
-    expect(published).toEqual([[animalRecord.ID, pcllid]]);
-    expect(cjson.total).toBe(1);
+  it("Tuesday: Biscuit's record changed (weight, 6,000 characters of comments): PATCH, then its photos purged and posted again", async () => {
+    const before = await settledPhotos(idOf(biscuit), 1);
+    biscuit.WEIGHT = 27;
+    biscuit.ANIMALCOMMENTS = Array.from({ length: 1000 }, (_, i) => `friendly${i % 7}`).join(" ").slice(0, 6000);
+    biscuit.LASTCHANGEDDATE = new Date(at(1).getTime() - 3_600_000);
+    // A better photo replaces the first.
+    biscuit.media = [{ ID: 9006, DATE: new Date(at(1).getTime() - 3_600_000) }];
+    // Rex has not changed, but has a new photo: its photos go again without an update.
+    rex.media.push({ ID: 9004, DATE: new Date(at(1).getTime() - 7_200_000) });
+    const b = idOf(biscuit);
+    const calls = await runOn(1);
+    expect(shelter.log.errors).toEqual([]);
+    expect(calls).toEqual([
+      "POST /v2/auth/login 200",
+      `PATCH /v2/animals/${b} 200`,
+      `DELETE /v2/animals/${b}/photos 204`,
+      `POST /v2/animals/${b}/photos 202`,
+      `DELETE /v2/animals/${idOf(rex)}/photos 204`,
+      `POST /v2/animals/${idOf(rex)}/photos 202`,
+    ]);
+    // The PATCH carried the create's body less shelterId and species.
+    const patch = JSON.parse(wire.find((c) => c.request.method === "PATCH")!.request.body!);
+    expect(patch.shelterId).toBeUndefined();
+    expect(patch.species).toBeUndefined();
+    const { rows } = await h.db.pool.query(`select species, description, partner_animal from safety_found_report where id = $1::uuid`, [b]);
+    expect(rows[0].species).toBe("dog");
+    expect(rows[0].partner_animal.weightOunces).toBe(432);
+    // The comments are kept up to the report's 5,000 characters, cut at a word and marked.
+    expect(rows[0].description.length).toBeLessThanOrEqual(5000);
+    expect(rows[0].description).toMatch(/friendly\d…$/);
+    // One photo again, not two: the purge deleted the first, with its stored variants.
+    const [now1] = await settledPhotos(b, 1);
+    expect(now1!.display_key).not.toBeNull();
+    await eventually(async () => ((await storage.get(before[0]!.display_key!)) === null ? true : undefined), 20_000);
+    await settledPhotos(idOf(rex), 1);
   });
 
-  it("a re-publish of the same animal (its record changed) updates the report: 200 and the same id, no second report", async () => {
-    const res = await send({
-      method: "POST",
-      url: `${BASE}/v2/animals`,
-      headers: { ...PYTHON_URLLIB, "x-api-key": API_KEY, authorization: `Bearer ${accessToken}`, "content-type": "application/json" },
-      body: pyJson(processAnimal({ ...animalRecord, WEIGHT: 27 }, shelterId)),
-    });
-    expect(res.statusCode, res.body).toBe(200);
-    expect(JSON.parse(res.body)).toEqual({ id: pcllid });
-    const { rows } = await h.db.pool.query(`select count(*)::int as n, max((partner_animal->>'weightOunces')::int) as oz from safety_found_report where partner_id = $1::uuid`, [partner.id]);
-    expect(rows[0]).toEqual({ n: 1, oz: 432 });
+  it("the rest of the week: each day's change purges and re-posts, and the set never grows (no 409)", async () => {
+    for (const day of [2, 3, 4]) {
+      biscuit.WEIGHT += 0.5;
+      biscuit.LASTCHANGEDDATE = new Date(at(day).getTime() - 3_600_000);
+      const calls = await runOn(day);
+      expect(calls.filter((c) => !c.startsWith("POST /v2/auth/login"))).toEqual([
+        `PATCH /v2/animals/${idOf(biscuit)} 200`,
+        `DELETE /v2/animals/${idOf(biscuit)}/photos 204`,
+        `POST /v2/animals/${idOf(biscuit)}/photos 202`,
+      ]);
+      await settledPhotos(idOf(biscuit), 1);
+    }
+    expect(shelter.log.errors).toEqual([]);
+    const { rows } = await h.db.pool.query(`select count(*)::int as n from photo where found_report_id = $1::uuid and status = 'deleted'`, [idOf(biscuit)]);
+    expect(rows[0].n).toBe(4);
+  });
+
+  it("Saturday: Minou went home (archived), so the publisher removes it: DELETE, 204, closed left_custody", async () => {
+    minou.ARCHIVED = 1;
+    const m = idOf(minou);
+    const calls = await runOn(5);
+    expect(calls).toEqual(["POST /v2/auth/login 200", `DELETE /v2/animals/${m} 204`]);
+    const { rows } = await h.db.pool.query(`select status, closed_reason from safety_found_report where id = $1::uuid`, [m]);
+    expect(rows[0]).toEqual({ status: "closed", closed_reason: "left_custody" });
+    expect(idOf(minou)).toBe("");
+    // Its page no longer says a shelter holds it.
+    expect((await call(h.api, { method: "GET", url: `/v1/safety/found-reports/${m}` })).json().partner).toBeUndefined();
+  });
+
+  it("a create it cannot make: 400 with message; then /v2/animals//photos twice, each a 400 with message; nothing written", async () => {
+    const counts = async () =>
+      (
+        await h.db.pool.query(
+          `select (select count(*)::int from safety_found_report) as reports, (select count(*)::int from partner_photo_fetch) as fetches,
+                  (select count(*)::int from photo where status = 'deleted') as deleted, (select count(*)::int from outbox_event) as events`,
+        )
+      ).rows[0];
+    const before = await counts();
+    // Comments past the 100,000 characters the partner API takes.
+    const tiny = animal({ ID: 1745, SHELTERCODE: "D2025110045", ANIMALNAME: "Tiny", SPECIESNAME: "Dog", ANIMALCOMMENTS: "x".repeat(100_001), LASTCHANGEDDATE: at(5), media: [{ ID: 9005, DATE: at(5) }] });
+    shelter.animals.push(tiny);
+    const calls = await runOn(5.5);
+    expect(calls).toEqual(["POST /v2/auth/login 200", "POST /v2/animals 400", "DELETE /v2/animals//photos 400", "POST /v2/animals//photos 400"]);
+    for (const c of wire.slice(-3)) {
+      const body = JSON.parse(c.body);
+      expect(body.message).toBe(body.detail);
+      expect(body.type).toMatch(/\/validation-failed$/);
+    }
+    expect(JSON.parse(wire.at(-1)!.body).message).toMatch(/never created/);
+    // It read `message` and went on, as it does: no raise.
+    expect(shelter.log.errors).toEqual([expect.stringMatching(/^Error: HTTP 400/)]);
+    expect(shelter.log.info.at(-1)).toMatch(/^Error processing photo\(s\): params\.id/);
+    expect(await counts()).toEqual(before);
   });
 });
 
-describe("the owner looking for that animal", () => {
+describe("the owner looking for Biscuit", () => {
   const owner = "owner-of-biscuit";
   let lostId = "";
 
-  it("files a lost report nearby and is told of the animal at the shelter", async () => {
+  it("files a lost report nearby and is told of the animal at the shelter, until when it is held, and its contact", async () => {
     const res = await call(h.api, {
       method: "POST",
       url: "/v1/safety/lost-reports",
       headers: as(owner),
       payload: lostReportBody({
         animal: { name: "Biscuit", species: "dog", breed: "Beagle", colors: ["brown", "white"], sex: "male", microchipId: "250268500123456" },
-        lastSeenAt: "2025-11-19T17:00:00Z",
+        lastSeenAt: new Date(at(0).getTime() - DAY).toISOString(),
         location: { lat: 48.8566, lon: 2.3022 },
       }),
     });
@@ -295,35 +338,34 @@ describe("the owner looking for that animal", () => {
     lostId = res.json().id;
     const match = await eventually(async () => {
       const r = await call(h.api, { method: "GET", url: `/v1/safety/lost-reports/${lostId}/matches`, headers: as(owner) });
-      return r.json().items?.find((m: { targetId: string }) => m.targetId === pcllid);
+      return r.json().items?.find((m: { targetId: string }) => m.targetId === idOf(biscuit));
     }, 20_000);
-    expect(match).toMatchObject({ kind: "found_report", targetId: pcllid, status: "suggested" });
+    expect(match).toMatchObject({ kind: "found_report", status: "suggested" });
     const notes = await eventually(async () => {
-      const { rows } = await h.db.pool.query(`select data from notification where recipient_actor_id = $1 and kind = 'match' and channel = 'in_app'`, [owner]);
+      const { rows } = await h.db.pool.query(`select body, data from notification where recipient_actor_id = $1 and kind = 'match' and channel = 'in_app'`, [owner]);
       return rows.length > 0 ? rows : undefined;
     });
-    expect(notes[0].data).toMatchObject({ lostReportId: lostId, foundReportId: pcllid });
-    // The shelter's public contact comes with it, so the owner can call the shelter at once.
-    expect(notes[0].data.partner).toMatchObject({ name: "Riverside Animal Shelter", kind: "shelter", phone: "+33 1 23 45 67 89" });
-    const mine = await call(h.api, { method: "GET", url: "/v1/me/notifications", headers: as(owner) });
-    expect(mine.json().items.find((n: { kind: string }) => n.kind === "match")?.body).toMatch(/at Riverside Animal Shelter \(\+33 1 23 45 67 89/);
+    expect(notes[0].data).toMatchObject({ lostReportId: lostId, foundReportId: idOf(biscuit) });
+    const heldUntil = `${new Date(at(0).getTime() + 7 * DAY).toISOString().slice(0, 10)}T23:59:59.999Z`;
+    expect(notes[0].data.partner).toMatchObject({ name: "Riverside Animal Shelter", kind: "shelter", phone: "+33 1 23 45 67 89", heldUntil });
+    expect(notes[0].body).toMatch(/at Riverside Animal Shelter \(\+33 1 23 45 67 89.*\) until /);
   });
 
-  it("the shelter's animal has a public page that says where it is", async () => {
-    const res = await call(h.api, { method: "GET", url: `/found/${pcllid}`, headers: { accept: "text/html" } });
+  it("the shelter's animal has a public page that says where it is and until when", async () => {
+    const res = await call(h.api, { method: "GET", url: `/found/${idOf(biscuit)}`, headers: { accept: "text/html" } });
     expect(res.statusCode).toBe(200);
-    expect(res.body).toContain("Riverside Animal Shelter");
+    expect(res.body).toContain("At Riverside Animal Shelter until ");
     expect(res.body).toContain("+33 1 23 45 67 89");
   });
 
   it("confirms the match, and the shelter is told in the app and by email to its public address", async () => {
     const { items } = (await call(h.api, { method: "GET", url: `/v1/safety/lost-reports/${lostId}/matches`, headers: as(owner) })).json();
-    const match = items.find((m: { targetId: string }) => m.targetId === pcllid);
+    const match = items.find((m: { targetId: string }) => m.targetId === idOf(biscuit));
     const res = await call(h.api, { method: "POST", url: `/v1/safety/matches/${match.id}/confirm`, headers: as(owner) });
     expect(res.statusCode, res.body).toBe(200);
     const rows = await eventually(async () => {
       const { rows } = await h.db.pool.query(
-        `select channel, status, subject from notification where recipient_actor_id = $1 and kind = 'match' and source_key = $2 order by channel`,
+        `select channel, status, subject, body, data from notification where recipient_actor_id = $1 and kind = 'match' and source_key = $2 order by channel`,
         [`partner:${partner.id}`, `match:${match.id}:confirmed`],
       );
       return rows.length === 2 && rows.every((r) => r.status === "sent") ? rows : undefined;
@@ -331,36 +373,7 @@ describe("the owner looking for that animal", () => {
     expect(rows.map((r) => r.channel)).toEqual(["email", "in_app"]);
     const email = emails.find((n) => n.recipientActorId === `partner:${partner.id}` && /confirmed/i.test(n.subject));
     expect(email?.email).toMatch(/^desk\d+@riverside-shelter\.example$/);
-    // The partner reads it in the app like any recipient: its in_app row is there.
-    expect(rows.find((r) => r.channel === "in_app")?.subject).toMatch(/confirmed/i);
-    // With the owner's page, the shelter's only way to the lost report.
-    const { rows: data } = await h.db.pool.query(`select body, data from notification where recipient_actor_id = $1 and source_key = $2 and channel = 'in_app'`, [
-      `partner:${partner.id}`,
-      `match:${match.id}:confirmed`,
-    ]);
-    expect(data[0].data.lostReportShareUrl).toMatch(new RegExp(`/lost/${lostId}$`));
-    expect(data[0].body).toContain(data[0].data.lostReportShareUrl);
-  });
-});
-
-describe("the animal leaves the shelter", () => {
-  it("removeAnimal: DELETE {url}/v2/animals/{id} with an empty body (urllib's form content type); 204, closed left_custody", async () => {
-    const res = await send({
-      method: "DELETE",
-      url: `${BASE}/v2/animals/${pcllid}`,
-      headers: {
-        ...PYTHON_URLLIB,
-        "x-api-key": API_KEY,
-        authorization: `Bearer ${accessToken}`,
-        "content-type": "application/x-www-form-urlencoded",
-        "content-length": "0",
-      },
-      body: "",
-    });
-    expect(res.statusCode, res.body).toBe(204);
-    const { rows } = await h.db.pool.query(`select status, closed_reason from safety_found_report where id = $1::uuid`, [pcllid]);
-    expect(rows[0]).toEqual({ status: "closed", closed_reason: "left_custody" });
-    const list = await listAnimals();
-    expect(JSON.parse(list.body)).toEqual({ pets: [], total: 0 });
+    expect(rows[1].data.lostReportShareUrl).toMatch(new RegExp(`/lost/${lostId}$`));
+    expect(rows[1].body).toContain(rows[1].data.lostReportShareUrl);
   });
 });

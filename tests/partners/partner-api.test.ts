@@ -2,7 +2,19 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin } from "../helpers/app.js";
 import { type Harness } from "../helpers/harness.js";
 import { call, expectProblem } from "../safety/helpers.js";
-import { API_KEY, asm3Animal, createPartner, login, OTHER_KEY, partnerBody, partnerCall, publish, startPartnerHarness, type TestPartner } from "./support.js";
+import {
+  API_KEY,
+  asm3Animal,
+  createPartner,
+  expectPartnerProblem,
+  login,
+  OTHER_KEY,
+  partnerBody,
+  partnerCall,
+  publish,
+  startPartnerHarness,
+  type TestPartner,
+} from "./support.js";
 
 let h: Harness;
 let partner: TestPartner;
@@ -211,6 +223,134 @@ describe("animals", () => {
   });
 });
 
+describe("ASM3's other calls: PATCH, the photos' DELETE, and what it reads of every answer", () => {
+  it("PATCH updates the fields it carries and keeps the rest; a change matching reads emits report_updated", async () => {
+    const body = asm3Animal({ description: "Brown and white." });
+    const { id } = (await publish(h, token, body)).json();
+    // What ASM3 sends: the create's body less shelterId and species.
+    const { shelterId: _s, species: _sp, ...update } = { ...body, breed: "Beagle", size: "LARGE", weight: 440, name: "Biscuit II" };
+    const res = await partnerCall(h, { method: "PATCH", url: `/partners/v2/animals/${id}`, token, payload: update });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ id });
+    const { rows } = await h.db.pool.query(`select species, breed, description, partner_animal from safety_found_report where id = $1::uuid`, [id]);
+    expect(rows[0]).toMatchObject({ species: "dog", breed: "Beagle", description: "Brown and white." });
+    expect(rows[0].partner_animal).toMatchObject({ size: "LARGE", weightOunces: 440, name: "Biscuit II", shelterId: body.shelterId });
+    const events = await h.db.pool.query(`select payload from outbox_event where type = 'events.safety.report_updated.v1' and payload->>'reportId' = $1`, [id]);
+    expect(events.rows.map((e) => e.payload.changed)).toEqual([["animal.breed", "animal.size"]]);
+    // Only a name: nothing matching reads changed, so no event.
+    expect((await partnerCall(h, { method: "PATCH", url: `/partners/v2/animals/${id}`, token, payload: { name: "Biscuit" } })).statusCode).toBe(200);
+    const after = await h.db.pool.query(`select count(*)::int as n from outbox_event where type = 'events.safety.report_updated.v1' and payload->>'reportId' = $1`, [id]);
+    expect(after.rows[0].n).toBe(1);
+  });
+
+  it("PATCH of another partner's or an unknown animal is 404, of a closed one 409, with a bad date 400; none writes", async () => {
+    const other = await login(h, await createPartner(h));
+    const { id } = (await publish(h, token, asm3Animal())).json();
+    const before = await rowCounts();
+    for (const target of [id, crypto.randomUUID()]) {
+      expectPartnerProblem(await partnerCall(h, { method: "PATCH", url: `/partners/v2/animals/${target}`, token: other, payload: { name: "x" } }), 404, "not-found");
+    }
+    expectPartnerProblem(await partnerCall(h, { method: "PATCH", url: `/partners/v2/animals/${id}`, token, payload: { intakeDate: "31/31/2025" } }), 400, "validation-failed");
+    expectPartnerProblem(await partnerCall(h, { method: "PATCH", url: `/partners/v2/animals/${id}`, token, payload: { species: "dragon" } }), 400, "validation-failed");
+    expect(await rowCounts()).toEqual(before);
+    expect((await partnerCall(h, { method: "DELETE", url: `/partners/v2/animals/${id}`, token })).statusCode).toBe(204);
+    const closed = await rowCounts();
+    expectPartnerProblem(await partnerCall(h, { method: "PATCH", url: `/partners/v2/animals/${id}`, token, payload: { name: "x" } }), 409, "conflict");
+    expect(await rowCounts()).toEqual(closed);
+  });
+
+  it("DELETE of the photos is 204 with no body and no Content-Type, empties the set, and is 204 again", async () => {
+    const { id } = (await publish(h, token, asm3Animal())).json();
+    const five = Array.from({ length: 5 }, (_, i) => ({ url: `https://photos.shelter.example/${i}.jpg` }));
+    const posted = await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: five } });
+    expect(posted.statusCode, posted.body).toBe(202);
+    expect(posted.json()).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), photos: expect.any(Array) });
+    expectPartnerProblem(await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: five.slice(0, 1) } }), 409, "conflict");
+    // As requests sends it: no body, Content-Length 0, no Content-Type.
+    const purge = await partnerCall(h, { method: "DELETE", url: `/partners/v2/animals/${id}/photos`, token, headers: { "content-length": "0" } });
+    expect(purge.statusCode, purge.body).toBe(204);
+    expect(purge.body).toBe("");
+    const { rows } = await h.db.pool.query(`select count(*)::int as n from partner_photo_fetch where found_report_id = $1::uuid`, [id]);
+    expect(rows[0].n).toBe(0);
+    expect((await partnerCall(h, { method: "GET", url: `/partners/v2/animals/${id}`, token })).json().photos).toEqual([]);
+    expect((await partnerCall(h, { method: "DELETE", url: `/partners/v2/animals/${id}/photos`, token })).statusCode).toBe(204);
+    const again = await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: five } });
+    expect(again.statusCode, again.body).toBe(202);
+    expect(again.json().id).not.toBe(posted.json().id);
+    const other = await login(h, await createPartner(h));
+    expectPartnerProblem(await partnerCall(h, { method: "DELETE", url: `/partners/v2/animals/${id}/photos`, token: other }), 404, "not-found");
+  });
+
+  it("an unknown path under /partners is 404 with message, whatever its credentials, and so is every other error", async () => {
+    for (const [method, url] of [
+      ["GET", "/partners/v2/pets"],
+      ["POST", "/partners/v3/animals"],
+      ["PUT", "/partners/v2/animals"],
+      ["GET", "/partners"],
+    ] as const) {
+      expectPartnerProblem(await partnerCall(h, { method, url, token, payload: method === "GET" ? undefined : {} }), 404, "not-found");
+      expectPartnerProblem(await partnerCall(h, { method, url, key: null }), 404, "not-found");
+    }
+    expectPartnerProblem(await partnerCall(h, { method: "GET", url: "/partners/v2/animals", key: null }), 401, "unauthenticated");
+    expectPartnerProblem(await partnerCall(h, { method: "GET", url: "/partners/v2/animals" }), 401, "unauthenticated");
+    expectPartnerProblem(await publish(h, token, asm3Animal({ species: "dragon" })), 400, "validation-failed");
+    expectPartnerProblem(
+      await partnerCall(h, { method: "POST", url: "/partners/v2/animals", token, headers: { "content-type": "text/xml" }, payload: "<animal/>" }),
+      415,
+      "unsupported-media-type",
+    );
+    // Elsewhere the problem has no message: it is the partner API's.
+    const elsewhere = await call(h.api, { method: "GET", url: "/v1/safety/lost-reports/nope" });
+    expect(elsewhere.json().message).toBeUndefined();
+  });
+
+  it("after a create it could not make, ASM3 calls /v2/animals//photos: a 400 with message that writes nothing", async () => {
+    const before = await rowCounts();
+    const purge = await partnerCall(h, { method: "DELETE", url: "/partners/v2/animals//photos", token });
+    expectPartnerProblem(purge, 400, "validation-failed");
+    expect(purge.json().message).toMatch(/never created/);
+    const post = await partnerCall(h, { method: "POST", url: "/partners/v2/animals//photos", token, payload: { photos: [{ url: "https://photos.shelter.example/a.jpg" }] } });
+    expectPartnerProblem(post, 400, "validation-failed");
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it("takes a description of up to 100,000 characters, cut at a word boundary with … past the report's 5,000", async () => {
+    const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i % 10}`).join(" ");
+    const long = words(1200); // about 6,000 characters
+    const res = await publish(h, token, asm3Animal({ description: long }));
+    expect(res.statusCode, res.body).toBe(201);
+    const { rows } = await h.db.pool.query(`select description from safety_found_report where id = $1::uuid`, [res.json().id]);
+    const kept: string = rows[0].description;
+    expect(kept.length).toBeLessThanOrEqual(5000);
+    expect(kept.endsWith("…")).toBe(true);
+    expect(long.startsWith(kept.slice(0, -1))).toBe(true);
+    // Cut between words: what is kept ends with a whole word.
+    expect(kept.slice(0, -1)).toMatch(/ word\d$/);
+    const most = "é".repeat(100_000);
+    const accepted = await publish(h, token, asm3Animal({ description: most }));
+    expect(accepted.statusCode, accepted.body.slice(0, 300)).toBe(201);
+    const before = await rowCounts();
+    expectPartnerProblem(await publish(h, token, asm3Animal({ description: `${most}é` })), 400, "validation-failed");
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it("creates at most 500 animals an hour per partner (429 with message, nothing written); updates still pass", async () => {
+    const p = await createPartner(h);
+    const t = await login(h, p);
+    const body = asm3Animal();
+    expect((await publish(h, t, body)).statusCode).toBe(201);
+    // The hour's 500 are spent.
+    await h.db.pool.query(`update rate_limit_bucket set tokens = 0, updated_at = clock_timestamp() where key = $1`, [`partner-animal-create:${p.id}`]);
+    const before = await rowCounts();
+    const refused = await publish(h, t, asm3Animal());
+    expectPartnerProblem(refused, 429, "rate-limited");
+    expect(refused.json().message).toMatch(/500 animals an hour/);
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    expect(await rowCounts()).toEqual(before);
+    expect((await publish(h, t, { ...body, name: "Renamed" })).statusCode).toBe(200);
+  });
+});
+
 describe("bad input is a problem+json 400 that writes nothing", () => {
   const cases: [string, Record<string, unknown>, RegExp][] = [
     ["an unknown species, with the accepted list", { species: "dragon" }, /dog, cat, bird, rabbit, other/],
@@ -330,31 +470,39 @@ describe("the admin resource", () => {
   });
 });
 
-describe("600 calls a minute per partner", () => {
-  it("answers the 601st call in a minute 429 with Retry-After, and other partners are not held back", async () => {
+describe("limits: per partner once authenticated, per address before", () => {
+  it("holds a partner's calls past 600 for their tokens, up to 10 s of them, and answers the rest 429 with Retry-After; other partners go on", async () => {
     const busy = await createPartner(h);
     const busyToken = await login(h, busy);
-    // 700 calls, 50 at a time, so the run is short even on a loaded machine (one by one, it took
-    // long enough there for the refill to pass the margin); the bucket refills 10 a second
-    // meanwhile, so up to that many more than 600 may pass.
+    // All from one address, far past the per-address limiter's burst of 40: only the partner's bucket counts.
     const started = performance.now();
-    const calls = [];
-    for (let batch = 0; batch < 14; batch++) {
-      calls.push(
-        ...(await Promise.all(
-          Array.from({ length: 50 }, () => partnerCall(h, { method: "GET", url: "/partners/v2/animals?limit=1", token: busyToken })),
-        )),
-      );
-    }
+    const calls = await Promise.all(
+      Array.from({ length: 800 }, () => partnerCall(h, { method: "GET", url: "/partners/v2/animals?limit=1", token: busyToken, ip: "203.0.113.77" })),
+    );
     const refilled = Math.ceil(((performance.now() - started) / 1000) * 10);
     const passed = calls.filter((r) => r.statusCode === 200).length;
     const refused = calls.filter((r) => r.statusCode === 429);
-    expect(passed + refused.length).toBe(700);
-    expect(passed).toBeGreaterThanOrEqual(600);
-    expect(passed).toBeLessThanOrEqual(600 + refilled + 1);
+    expect(passed + refused.length).toBe(800);
+    // 600 at once, and the 100 next tokens (10 s at 10 a second) booked and waited for.
+    expect(passed).toBeGreaterThanOrEqual(700);
+    expect(passed).toBeLessThanOrEqual(700 + refilled + 1);
     expect(refused.length).toBeGreaterThan(0);
     expectProblem(refused[0]!, 429, "rate-limited");
+    expect(refused[0]!.json().message).toBe(refused[0]!.json().detail);
     expect(Number(refused[0]!.headers["retry-after"])).toBeGreaterThanOrEqual(1);
-    expect((await partnerCall(h, { method: "GET", url: "/partners/v2/animals?limit=1", token })).statusCode).toBe(200);
+    expect((await partnerCall(h, { method: "GET", url: "/partners/v2/animals?limit=1", token, ip: "203.0.113.77" })).statusCode).toBe(200);
+  });
+
+  it("counts calls that are not authenticated against their client address: 40 at once, then 429", async () => {
+    const calls = await Promise.all(
+      Array.from({ length: 60 }, () => partnerCall(h, { method: "GET", url: "/partners/v2/animals", token, key: "not-a-key", ip: "203.0.113.78" })),
+    );
+    const statuses = calls.map((r) => r.statusCode);
+    expect(statuses.filter((s) => s === 401).length).toBeGreaterThanOrEqual(40);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+    const refused = calls.find((r) => r.statusCode === 429)!;
+    expectProblem(refused, 429, "rate-limited");
+    expect(refused.json().message).toBe(refused.json().detail);
   });
 });

@@ -2,7 +2,7 @@ import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { expect } from "vitest";
 import { admin } from "../helpers/app.js";
 import { startHarness, type Harness } from "../helpers/harness.js";
-import { call } from "../safety/helpers.js";
+import { call, expectProblem } from "../safety/helpers.js";
 
 /** Shelter partners: a harness with integration keys, partners made through the admin API, and calls as ASM3 makes them. */
 
@@ -30,7 +30,7 @@ export const partnerBody = (overrides: Record<string, unknown> = {}) => {
     location: { lat: 48.8584, lon: 2.2945 },
     publicContact: { phone: "+33 1 23 45 67 89", email: `desk${partners}@riverside-shelter.example`, address: "1 Quai Branly, Paris", website: "https://riverside-shelter.example" },
     loginEmail: `asm3-${partners}-${Date.now()}@riverside-shelter.example`,
-    // A US shelter: ASM3 formats dates in the shelter's locale.
+    // A US shelter whose software writes its locale's dates (ASM3 itself sends ISO: asm3.i18n.format_date).
     dateFormat: "MM/DD/YYYY",
     ...overrides,
   };
@@ -97,4 +97,12 @@ export function asm3Animal(overrides: Record<string, unknown> = {}) {
 
 export async function publish(h: Harness, token: string, body: object): Promise<LightMyRequestResponse> {
   return partnerCall(h, { method: "POST", url: "/partners/v2/animals", token, payload: body });
+}
+
+/** A partner API error: problem+json whose `message` repeats `detail`, which is where ASM3's publisher reads it. */
+export function expectPartnerProblem(res: LightMyRequestResponse, status: number, slug: string): void {
+  expectProblem(res, status, slug);
+  const body = res.json();
+  expect(body.message, res.body).toBe(body.detail);
+  expect(typeof body.message).toBe("string");
 }

@@ -329,6 +329,7 @@ describe("what the card and the found page render", () => {
         moderationState: null,
         photos: [],
         partner: null,
+        heldUntil: null,
       }),
       atPartner: { name: "Tierheim <Nord>", phone: "+49 30 1234567", website: "https://tierheim.example" },
     };
@@ -338,6 +339,10 @@ describe("what the card and the found page render", () => {
       expect(page).toContain(html(m.share.atPartner.replace("{name}", "Tierheim <Nord>")));
       expect(page).toContain(`href="tel:+49301234567"`);
       expect(page).toContain(`href="https://tierheim.example"`);
+      // Held as a stray: "At <name> until <the hold's last day>", in the page's language.
+      const held = sharePage(m, { ...view, heldUntil: new Date("2025-11-25T23:59:59.999Z") }, { page: "https://x.example/found/1", image: "https://x.example/c.png" }, emptyForms());
+      const day = new Intl.DateTimeFormat(m.lang, { dateStyle: "long", timeZone: "UTC" }).format(new Date("2025-11-25T12:00:00Z"));
+      expect(held).toContain(html(m.share.atPartnerUntil.replace("{name}", "Tierheim <Nord>").replace("{date}", day)));
     }
   });
 });

@@ -15,11 +15,12 @@ import {
   partnerView,
   RestorePartnerBody,
   SuspendPartnerBody,
+  UpdatePartnerBody,
 } from "./schemas.js";
 import * as store from "./store.js";
 
 /**
- * Shelter partners as an admin resource (contract part 3). Every mutation
+ * Shelter partners as an admin resource (contract parts 3 and 4). Every mutation
  * writes its audit event in the same transaction; a new password is shown
  * once and stored as an scrypt hash (lib/partners.ts).
  */
@@ -52,7 +53,7 @@ export const adminPartnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { 
           action: AuditAction.PartnerCreated,
           objectType: AuditObject.Partner,
           objectId: created.id,
-          metadata: { name: created.name, kind: created.kind, dateFormat: created.dateFormat },
+          metadata: { name: created.name, kind: created.kind, dateFormat: created.dateFormat, strayHoldDays: created.strayHoldDays },
         });
         return created;
       });
@@ -74,6 +75,50 @@ export const adminPartnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { 
       const { limit, cursor } = request.query;
       const rows = await store.listPartners(pool, limit, decodeTimeIdCursor(cursor));
       return toPage(rows, limit, partnerView);
+    },
+  );
+
+  app.patch(
+    "/v1/admin/partners/:id",
+    {
+      schema: {
+        tags: ["admin"],
+        summary: "Edit a shelter partner",
+        description:
+          "Any of name, publicContact (replaced as a whole), location, dateFormat and strayHoldDays; at least one, and no other " +
+          "field (400). Answers the partner as it is now. A new publicContact.email becomes its address for `match` email, and " +
+          "none stops that email. strayHoldDays applies to the animals it holds now: their heldUntil moves with it. A new " +
+          "location is where the animals it publishes from then on are found; those published already stay where they are. " +
+          "Audited as admin.partner.updated, with each changed field's value before and after.",
+        params: PartnerIdParams,
+        body: UpdatePartnerBody,
+        response: { 200: Partner, ...problemResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request) => {
+      const actor = requireActor(request);
+      const { id } = request.params;
+      const body = request.body;
+      const row = await withTransaction(pool, async (client) => {
+        const previous = await store.lockPartner(client, id);
+        if (!previous) throw problems.notFound("partner");
+        const updated = await store.updatePartner(client, id, body);
+        if (body.publicContact) await store.setPartnerNotificationEmail(client, id, body.publicContact.email);
+        const before = partnerView(previous);
+        const after = partnerView(updated);
+        const fields = (["name", "location", "publicContact", "dateFormat", "strayHoldDays"] as const).filter(
+          (field) => body[field] !== undefined && JSON.stringify(before[field]) !== JSON.stringify(after[field]),
+        );
+        await writeAuditEvent(client, {
+          actorId: actor.id,
+          action: AuditAction.PartnerUpdated,
+          objectType: AuditObject.Partner,
+          objectId: id,
+          metadata: { changed: Object.fromEntries(fields.map((field) => [field, { from: before[field], to: after[field] }])) },
+        });
+        return updated;
+      });
+      return partnerView(row);
     },
   );
 

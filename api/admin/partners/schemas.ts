@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { PARTNER_DATE_FORMATS, PARTNER_KINDS } from "../../../lib/partners.js";
+import { DEFAULT_STRAY_HOLD_DAYS, MAX_STRAY_HOLD_DAYS, PARTNER_DATE_FORMATS, PARTNER_KINDS } from "../../../lib/partners.js";
 import { Point } from "../../schemas.js";
 import type { PartnerRow } from "./store.js";
 
@@ -17,19 +17,48 @@ export const PartnerPublicContact = z
   .describe("Public by design: shown with the partner's animals and in the owner's match notification.")
   .meta({ id: "PartnerPublicContact" });
 
+const StrayHoldDays = z
+  .number()
+  .int()
+  .min(0)
+  .max(MAX_STRAY_HOLD_DAYS)
+  .describe(
+    "Days it holds a stray after intake before it may be rehomed: an animal in its custody is held until the end of the day " +
+      "(UTC) intakeDate + strayHoldDays, which its views, share page and flyer show and its owner is reminded of.",
+  );
+
+const partnerFields = {
+  name: text(200),
+  location: Point.describe("Where its animals are: the found point of every animal it publishes."),
+  publicContact: PartnerPublicContact,
+  dateFormat: z.enum(PARTNER_DATE_FORMATS).describe("How its software writes dates; ISO dates are accepted besides."),
+};
+
 export const CreatePartnerBody = z
   .strictObject({
-    name: text(200),
+    name: partnerFields.name,
     kind: z.enum(PARTNER_KINDS),
-    location: Point.describe("Where its animals are: the found point of every animal it publishes."),
-    publicContact: PartnerPublicContact,
+    location: partnerFields.location,
+    publicContact: partnerFields.publicContact,
     loginEmail: z.email().max(254).describe("What the partner's software logs in with (POST /partners/v2/auth/login)."),
-    dateFormat: z
-      .enum(PARTNER_DATE_FORMATS)
-      .default("YYYY-MM-DD")
-      .describe("How its software writes dates; ISO dates are accepted besides."),
+    dateFormat: partnerFields.dateFormat.default("YYYY-MM-DD"),
+    strayHoldDays: StrayHoldDays.default(DEFAULT_STRAY_HOLD_DAYS),
   })
   .meta({ id: "CreatePartner" });
+
+/** An edit: any of these, each replacing what was there (publicContact as a whole). At least one. */
+export const UpdatePartnerBody = z
+  .strictObject({
+    name: partnerFields.name.optional(),
+    location: partnerFields.location.optional(),
+    publicContact: partnerFields.publicContact.optional(),
+    dateFormat: partnerFields.dateFormat.optional(),
+    strayHoldDays: StrayHoldDays.optional(),
+  })
+  .refine((body) => Object.values(body).some((value) => value !== undefined), "give at least one field to change")
+  .meta({ id: "UpdatePartner" });
+
+export type UpdatePartnerBody = z.output<typeof UpdatePartnerBody>;
 
 export const PartnerPassword = z
   .object({ id: z.uuid(), password: z.string().describe("Shown once: only its scrypt hash is stored.") })
@@ -54,6 +83,7 @@ export const Partner = z
     publicContact: PartnerPublicContact,
     loginEmail: z.string(),
     dateFormat: z.enum(PARTNER_DATE_FORMATS),
+    strayHoldDays: z.number().int(),
     status: z.enum(["active", "suspended"]),
     suspendedAt: z.string().optional(),
     suspendedBy: z.string().optional(),
@@ -76,6 +106,7 @@ export function partnerView(row: PartnerRow): z.input<typeof Partner> {
     publicContact: row.publicContact,
     loginEmail: row.loginEmail,
     dateFormat: row.dateFormat,
+    strayHoldDays: row.strayHoldDays,
     status: row.suspendedAt ? "suspended" : "active",
     ...(row.suspendedAt
       ? { suspendedAt: row.suspendedAt.toISOString(), suspendedBy: row.suspendedBy ?? undefined, suspensionReason: row.suspensionReason ?? undefined }

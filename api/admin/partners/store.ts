@@ -15,6 +15,7 @@ export interface PartnerRow {
   publicContact: PartnerPublicContact;
   loginEmail: string;
   dateFormat: PartnerDateFormat;
+  strayHoldDays: number;
   createdBy: string;
   createdAt: Date;
   passwordRotatedAt: Date | null;
@@ -27,7 +28,7 @@ export interface PartnerRow {
 }
 
 const columns = `p.id, p.name, p.kind, st_y(p.location::geometry) as lat, st_x(p.location::geometry) as lon,
-  p.public_contact as "publicContact", p.login_email as "loginEmail", p.date_format as "dateFormat",
+  p.public_contact as "publicContact", p.login_email as "loginEmail", p.date_format as "dateFormat", p.stray_hold_days as "strayHoldDays",
   p.created_by as "createdBy", p.created_at as "createdAt", p.password_rotated_at as "passwordRotatedAt",
   p.suspended_at as "suspendedAt", p.suspended_by as "suspendedBy", p.suspension_reason as "suspensionReason",
   p.restored_at as "restoredAt", p.restored_by as "restoredBy", ${exactTime("p.created_at")} as "cursorAt"`;
@@ -39,6 +40,7 @@ export interface NewPartner {
   publicContact: PartnerPublicContact;
   loginEmail: string;
   dateFormat: PartnerDateFormat;
+  strayHoldDays: number;
   passwordHash: string;
   createdBy: string;
 }
@@ -47,12 +49,12 @@ export interface NewPartner {
 export async function insertPartner(client: Queryable, p: NewPartner): Promise<PartnerRow | null> {
   const { rows } = await client.query<PartnerRow>(
     `with p as (
-       insert into partner (name, kind, location, public_contact, login_email, password_hash, date_format, created_by)
-       values ($1::text, $2::text, $3::geography, $4::jsonb, $5::text, $6::text, $7::text, $8::text)
+       insert into partner (name, kind, location, public_contact, login_email, password_hash, date_format, created_by, stray_hold_days)
+       values ($1::text, $2::text, $3::geography, $4::jsonb, $5::text, $6::text, $7::text, $8::text, $9::int)
        on conflict (lower(login_email)) do nothing
        returning *)
      select ${columns} from p`,
-    [p.name, p.kind, toWkt(p.location), JSON.stringify(p.publicContact), p.loginEmail, p.passwordHash, p.dateFormat, p.createdBy],
+    [p.name, p.kind, toWkt(p.location), JSON.stringify(p.publicContact), p.loginEmail, p.passwordHash, p.dateFormat, p.createdBy, p.strayHoldDays],
   );
   return rows[0] ?? null;
 }
@@ -61,9 +63,13 @@ export async function insertPartner(client: Queryable, p: NewPartner): Promise<P
  * The partner as a notification recipient: its public email gets `match`
  * email. An admin entered the address, so it counts as confirmed and is
  * written straight into notification_preference (docs/decisions/0070-*).
+ * An edit that leaves no public email stops its email.
  */
 export async function setPartnerNotificationEmail(client: Queryable, partnerId: string, email: string | undefined): Promise<void> {
-  if (!email) return;
+  if (!email) {
+    await client.query(`update notification_preference set email = null, updated_at = now() where actor_id = $1::text`, [partnerActorId(partnerId)]);
+    return;
+  }
   await client.query(
     `insert into notification_preference (actor_id, email, email_kinds) values ($1::text, $2::text, array['match'])
      on conflict (actor_id) do update set email = excluded.email, email_kinds = excluded.email_kinds, updated_at = now()`,
@@ -120,6 +126,31 @@ export async function restorePartner(client: Queryable, id: string, by: string):
        where id = $1::uuid returning *)
      select ${columns} from p`,
     [id, by],
+  );
+  return rows[0]!;
+}
+
+/** The fields an admin's edit gives, each replacing the partner's; the partner as it is now. */
+export async function updatePartner(
+  client: Queryable,
+  id: string,
+  fields: { name?: string; location?: LatLon; publicContact?: PartnerPublicContact; dateFormat?: PartnerDateFormat; strayHoldDays?: number },
+): Promise<PartnerRow> {
+  const { rows } = await client.query<PartnerRow>(
+    `with p as (
+       update partner set name = coalesce($2::text, name), location = coalesce($3::geography, location),
+         public_contact = coalesce($4::jsonb, public_contact), date_format = coalesce($5::text, date_format),
+         stray_hold_days = coalesce($6::int, stray_hold_days), updated_at = now()
+       where id = $1::uuid returning *)
+     select ${columns} from p`,
+    [
+      id,
+      fields.name ?? null,
+      fields.location ? toWkt(fields.location) : null,
+      fields.publicContact ? JSON.stringify(fields.publicContact) : null,
+      fields.dateFormat ?? null,
+      fields.strayHoldDays ?? null,
+    ],
   );
   return rows[0]!;
 }

@@ -14,6 +14,7 @@ import { MAX_MOVE_KM, PatchFoundReportBody, PatchLostReportBody, Renewed } from 
 import { distanceFromFiledKm, patchReport, type ReportPatch } from "./owner-store.js";
 import { FoundReportPrivate, LostReportPrivate } from "./schemas.js";
 import { getFoundReport, getLostReport, lockReport, type FoundReportRow, type LostReportRow, type ReportKind } from "./store.js";
+import { nearbySheltersOf } from "../shelters/views.js";
 import * as views from "./views.js";
 import { readyPhotos } from "../../photos/store.js";
 import { photoViews } from "../../photos/views.js";
@@ -119,7 +120,8 @@ export const reportOwnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { p
       const patch: ReportPatch = { animal, time: lastSeenAt, location, description };
       refuseEmpty(patch);
       const row = await withTransaction(pool, (client) => editReport(client, "lost", request.params.id, actor, patch, request.log));
-      return views.lostReportPrivate(row, false, photoViews(await readyPhotos(pool, { lostReportId: row.id }, { includeModerated: true }), config.API_PUBLIC_BASE_URL), config.PUBLIC_BASE_URL);
+      const photos = photoViews(await readyPhotos(pool, { lostReportId: row.id }, { includeModerated: true }), config.API_PUBLIC_BASE_URL);
+      return views.lostReportPrivate(row, false, photos, config.PUBLIC_BASE_URL, await nearbySheltersOf(pool, row));
     },
   );
 

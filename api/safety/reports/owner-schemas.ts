@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { Point } from "../../schemas.js";
 import { AnimalDescription, PastTimestamp, text } from "../schemas.js";
+import { REPORT_DESCRIPTION_MAX } from "./schemas.js";
 
 /**
  * PATCH bodies: every field optional; `null` clears an optional one. Unknown
@@ -36,7 +37,7 @@ export const PatchLostReportBody = z
     animal: LostAnimalPatch.optional(),
     lastSeenAt: PastTimestamp.optional(),
     location: Point.optional().describe(locationNote),
-    description: clearable(text(5000)),
+    description: clearable(text(REPORT_DESCRIPTION_MAX)),
   })
   .meta({ id: "PatchLostReport" });
 export type PatchLostReportBody = z.output<typeof PatchLostReportBody>;
@@ -46,7 +47,7 @@ export const PatchFoundReportBody = z
     animal: FoundAnimalPatch.optional(),
     foundAt: PastTimestamp.optional(),
     location: Point.optional().describe(locationNote),
-    description: clearable(text(5000)),
+    description: clearable(text(REPORT_DESCRIPTION_MAX)),
   })
   .meta({ id: "PatchFoundReport" });
 export type PatchFoundReportBody = z.output<typeof PatchFoundReportBody>;

@@ -22,7 +22,9 @@ import {
   Resolved,
   ResolveBody,
 } from "./schemas.js";
+import { guideOf } from "./links.js";
 import * as store from "./store.js";
+import { nearbySheltersOf } from "../shelters/views.js";
 import * as views from "./views.js";
 
 /**
@@ -76,7 +78,10 @@ export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
       const actor = requireActor(request);
       const body = request.body;
       const report = await createReport(pool, actor.id, (client, id, bucket) =>
-        store.insertLostReport(client, id, actor.id, body, bucket, request.log, lifetime),
+        store.insertLostReport(client, id, actor.id, body, bucket, request.log, {
+          ...lifetime,
+          guide: guideOf(request.headers["accept-language"], config.PUBLIC_BASE_URL, id),
+        }),
       );
       return reply.code(201).header("location", `/v1/safety/lost-reports/${report.id}`).send(report);
     },
@@ -180,7 +185,8 @@ export const reportRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool, 
           objectId: report.id,
           metadata: { viewerRole: report.reporterId === actor.id ? "reporter" : "platform_admin" },
         });
-        return views.lostReportPrivate(report, admin, await photosOf(client, { lostReportId: report.id }, true), config.PUBLIC_BASE_URL);
+        const photos = await photosOf(client, { lostReportId: report.id }, true);
+        return views.lostReportPrivate(report, admin, photos, config.PUBLIC_BASE_URL, await nearbySheltersOf(client, report));
       });
     },
   );

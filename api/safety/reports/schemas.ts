@@ -3,14 +3,18 @@ import { CLOSED_REASONS } from "../../../lib/report-lifecycle.js";
 import { REPORT_OUTCOMES } from "../../../lib/animals.js";
 import { PhotoList } from "../../photos/schemas.js";
 import { FoundReportPartner, Point } from "../../schemas.js";
+import { NearbyShelter } from "../shelters/schemas.js";
 import { AnimalDescription, CoarseLocation, ModerationState, PastTimestamp, PublicAnimal, ReportStatus, text } from "../schemas.js";
+
+/** The longest description a report holds. */
+export const REPORT_DESCRIPTION_MAX = 5000;
 
 export const CreateLostReportBody = z
   .object({
     animal: AnimalDescription,
     lastSeenAt: PastTimestamp,
     location: Point,
-    description: text(5000).optional(),
+    description: text(REPORT_DESCRIPTION_MAX).optional(),
     verificationDetail: text(500).optional(),
   })
   .meta({ id: "CreateLostReport" });
@@ -21,7 +25,7 @@ export const CreateFoundReportBody = z
     animal: AnimalDescription.omit({ name: true }),
     foundAt: PastTimestamp,
     location: Point,
-    description: text(5000).optional(),
+    description: text(REPORT_DESCRIPTION_MAX).optional(),
   })
   .meta({ id: "CreateFoundReport" });
 export type CreateFoundReportBody = z.output<typeof CreateFoundReportBody>;
@@ -33,6 +37,17 @@ export const shareUrls = () => ({
 });
 export const flyerUrl = () => ({
   flyerUrl: z.string().describe("The printable one-page flyer (PDF, `?size=a4|letter`, `?lang=`)."),
+});
+
+/** A found animal in a shelter partner's custody is held this long as a stray (contract part 4). */
+const heldUntil = () => ({
+  heldUntil: z
+    .string()
+    .optional()
+    .describe(
+      "While a shelter partner holds the animal: the end of its stray hold, the end of the day (UTC) intakeDate + the partner's " +
+        "strayHoldDays. After it the animal may be rehomed.",
+    ),
 });
 
 /** Every report view carries its lifetime (contract: "Report views carry expiresAt"). */
@@ -81,6 +96,7 @@ export const FoundReportPublic = z
     partner: FoundReportPartner.optional().describe(
       "While the animal is in a shelter partner's custody: the partner and its public contact (public by design).",
     ),
+    ...heldUntil(),
   })
   .meta({ id: "FoundReportPublic" });
 
@@ -108,6 +124,9 @@ export const LostReportPrivate = z
     photos: PhotoList,
     ...shareUrls(),
     ...flyerUrl(),
+    nearbyShelters: z
+      .array(NearbyShelter)
+      .describe("The shelters to call: the first 5 partners within 25 km of where the animal was last seen, nearest first (as GET /v1/safety/shelters)."),
   })
   .meta({ id: "LostReportPrivate" });
 
@@ -129,6 +148,7 @@ export const FoundReportPrivate = z
     photos: PhotoList,
     ...shareUrls(),
     ...flyerUrl(),
+    ...heldUntil(),
   })
   .meta({ id: "FoundReportPrivate" });
 

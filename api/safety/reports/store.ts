@@ -5,7 +5,8 @@ import type { Queryable } from "../../../lib/db.js";
 import type { ModerationTargetType } from "../../../lib/moderation.js";
 import { EventType } from "../../../lib/events.js";
 import { coarsen, toWkt, type LatLon } from "../../../lib/geo.js";
-import { foundReportPartnerSql, type FoundReportPartner } from "../../../lib/partners.js";
+import type { NotificationLanguage } from "../../../lib/notifications.js";
+import { foundReportHeldUntilSql, foundReportPartnerSql, nearbyPartnersJsonSql, type FoundReportPartner } from "../../../lib/partners.js";
 import { pointJson, recordWithEvent, type EmbeddedWrite, type EventLog } from "../../../lib/outbox.js";
 import { expiryAfter, reportTable, type ClosedReason, type ReportKind } from "../../../lib/report-lifecycle.js";
 import { SqlParams } from "../../../lib/sql.js";
@@ -90,6 +91,13 @@ export interface NewReportOptions {
   animalId?: string;
 }
 
+/** What a lost report's event carries for its owner's first-hour guide (notifier/report-guide/): the language and the links. */
+export interface GuideOptions {
+  lang: NotificationLanguage;
+  shareUrl: string;
+  flyerUrl: string;
+}
+
 /** Null when the throttle refused, or the reporter is suspended. */
 export function insertLostReport(
   client: Queryable,
@@ -98,7 +106,7 @@ export function insertLostReport(
   body: CreateLostReportBody,
   bucket: BucketSpec,
   log: EventLog,
-  options: NewReportOptions,
+  options: NewReportOptions & { guide?: GuideOptions },
 ): Promise<CreatedReport | null> {
   const { animal } = body;
   const write = throttledCreate("lost-report-create", "lost", bucket, { id, reporterId }, (p) => ({
@@ -111,7 +119,7 @@ export function insertLostReport(
     expires_at: expiryAfter(p.add(options.ttlDays, "int")),
     animal_id: p.add(options.animalId ?? null, "uuid"),
   }));
-  return recordWithEvent<CreatedReport, typeof EventType.AnimalLostReported, "location">(
+  return recordWithEvent<CreatedReport, typeof EventType.AnimalLostReported, "location" | "shelters">(
     client,
     write,
     EventType.AnimalLostReported,
@@ -121,8 +129,10 @@ export function insertLostReport(
       species: animal.species,
       lastSeenAt: body.lastSeenAt,
       ...(options.animalId ? { animalId: options.animalId } : {}),
+      ...options.guide,
     },
-    createdLocation,
+    // The shelters near the stored coarse point, read in the create's one statement.
+    { ...createdLocation, shelters: (row: string) => nearbyPartnersJsonSql(`${row}.coarse_location`) },
     log,
   );
 }
@@ -196,6 +206,8 @@ export interface FoundReportRow extends ReportRowBase {
   foundAt: Date;
   /** The shelter partner in whose custody the animal is (lib/partners.ts), while the report is open. */
   partner: FoundReportPartner | null;
+  /** The end of that partner's stray hold, while it holds the animal. */
+  heldUntil: Date | null;
 }
 
 const commonColumns = `r.id, r.reporter_id as "reporterId", r.status, r.species, r.breed, r.colors, r.sex,
@@ -214,7 +226,7 @@ export const lostReportColumns = `${commonColumns}, r.animal_name as "animalName
 /** The select list of a FoundReportRow over `safety_found_report r`. */
 export const foundReportColumns = `${commonColumns}, r.found_at as "foundAt",
   ${moderationStateOf("found_report", "r.id")} as "moderationState",
-  ${foundReportPartnerSql("r")} as partner`;
+  ${foundReportPartnerSql("r")} as partner, ${foundReportHeldUntilSql("r")} as "heldUntil"`;
 
 export async function getLostReport(client: Queryable, id: string): Promise<LostReportRow | null> {
   const { rows } = await client.query<LostReportRow>(`select ${lostReportColumns} from safety_lost_report r where r.id = $1::uuid`, [id]);

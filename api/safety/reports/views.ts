@@ -15,6 +15,8 @@ const publicAnimal = (row: FoundReportRow | LostReportRow) => ({
   distinguishingMarks: opt(row.distinguishingMarks),
 });
 
+const held = (row: FoundReportRow) => (row.heldUntil ? { heldUntil: row.heldUntil.toISOString() } : {});
+
 const lifetime = (row: FoundReportRow | LostReportRow) => ({
   expiresAt: row.expiresAt?.toISOString() ?? null,
   closedReason: row.closedReason,
@@ -52,8 +54,9 @@ export function foundReportPublic(row: FoundReportRow, photos: PhotoView[], publ
     ...marked(row.moderationState),
     photos,
     ...publicShareLinks(publicBase, "found", row),
-    // In a shelter partner's custody: its public contact (public by design, contract part 3).
+    // In a shelter partner's custody: its public contact (public by design, contract part 3), and until when it holds the animal.
     ...(row.partner ? { partner: row.partner } : {}),
+    ...held(row),
   };
 }
 
@@ -62,6 +65,7 @@ export function lostReportPrivate(
   viewerIsAdmin: boolean,
   photos: PhotoView[],
   publicBase: string,
+  nearbyShelters: z.input<typeof LostReportPrivate>["nearbyShelters"],
 ): z.input<typeof LostReportPrivate> {
   return {
     id: row.id,
@@ -89,6 +93,7 @@ export function lostReportPrivate(
     moderationState: row.moderationState,
     photos,
     ...shareLinks(publicBase, "lost", row),
+    nearbyShelters,
   };
 }
 
@@ -110,5 +115,6 @@ export function foundReportPrivate(row: FoundReportRow, photos: PhotoView[], pub
     moderationState: row.moderationState,
     photos,
     ...shareLinks(publicBase, "found", row),
+    ...held(row),
   };
 }

@@ -71,6 +71,8 @@ export const de: Messages = {
     closed: { title: "Geschlossen", body: "Diese Meldung wurde von ihrer Verfasserin oder ihrem Verfasser geschlossen." },
     expired: { title: "Nicht mehr aktiv", body: "Diese Meldung ist nicht mehr aktiv. Sie wurde nicht verlängert." },
     atPartner: "Bei {name}",
+    atPartnerUntil: "Bei {name} bis {date}",
+    holdNote: "{name} hält das Tier als Fundtier bis zum Ende des {date}; danach kann es vermittelt werden. Wenn es Ihres ist, rufen Sie jetzt an.",
     partnerLabels: { phone: "Telefon", email: "E-Mail", address: "Adresse", website: "Website" },
     sighting: {
       heading: "Ich habe dieses Tier gesehen",

@@ -71,6 +71,8 @@ export const en: Messages = {
     closed: { title: "Closed", body: "This report was closed by the person who made it." },
     expired: { title: "No longer active", body: "This report is no longer active. It was not renewed." },
     atPartner: "At {name}",
+    atPartnerUntil: "At {name} until {date}",
+    holdNote: "{name} holds it as a stray until the end of {date}; after that it may be rehomed. If it is yours, call them now.",
     partnerLabels: { phone: "Phone", email: "Email", address: "Address", website: "Website" },
     sighting: {
       heading: "I have seen this animal",

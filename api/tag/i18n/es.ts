@@ -71,6 +71,8 @@ export const es: Messages = {
     closed: { title: "Cerrado", body: "La persona que hizo este aviso lo ha cerrado." },
     expired: { title: "Ya no está activo", body: "Este aviso ya no está activo. No se renovó." },
     atPartner: "En {name}",
+    atPartnerUntil: "En {name} hasta el {date}",
+    holdNote: "{name} lo retiene como animal perdido hasta el final del {date}; después puede darse en adopción. Si es suyo, llame ahora.",
     partnerLabels: { phone: "Teléfono", email: "Correo", address: "Dirección", website: "Sitio web" },
     sighting: {
       heading: "He visto a este animal",

@@ -71,6 +71,8 @@ export const fr: Messages = {
     closed: { title: "Clos", body: "Ce signalement a été clos par la personne qui l'avait fait." },
     expired: { title: "Plus actif", body: "Ce signalement n'est plus actif. Il n'a pas été renouvelé." },
     atPartner: "Chez {name}",
+    atPartnerUntil: "Chez {name} jusqu'au {date}",
+    holdNote: "{name} le garde comme animal errant jusqu'à la fin du {date} ; ensuite, il peut être proposé à l'adoption. S'il est à vous, appelez dès maintenant.",
     partnerLabels: { phone: "Téléphone", email: "E-mail", address: "Adresse", website: "Site web" },
     sighting: {
       heading: "J'ai vu cet animal",

@@ -84,6 +84,10 @@ export interface ShareMessages {
   expired: { title: string; body: string };
   /** A found animal in a shelter partner's custody: "At {name}". */
   atPartner: string;
+  /** The same while the partner holds it as a stray: "At {name} until {date}", {date} the last day of the hold (UTC). */
+  atPartnerUntil: string;
+  /** Under it on the page: what the hold means for the owner; {name}, {date} as above. */
+  holdNote: string;
   partnerLabels: { phone: string; email: string; address: string; website: string };
   sighting: {
     heading: string;
