@@ -143,7 +143,7 @@ export async function startBenchStack(
     ...(process.env.NOTIFIER_FANOUT_DUTY ? { NOTIFIER_FANOUT_DUTY: process.env.NOTIFIER_FANOUT_DUTY } : {}),
     ...(process.env.NOTIFIER_CONSUME_CONCURRENCY ? { NOTIFIER_CONSUME_CONCURRENCY: process.env.NOTIFIER_CONSUME_CONCURRENCY } : {}),
     // The push part's delivery rate with more delivery jobs at once (bench/alerts-fanout.ts).
-    ...(process.env.NOTIFIER_WORKER_CONCURRENCY ? { NOTIFIER_WORKER_CONCURRENCY: process.env.NOTIFIER_WORKER_CONCURRENCY } : {}),
+    ...(process.env.NOTIFIER_DELIVERY_CONCURRENCY ? { NOTIFIER_DELIVERY_CONCURRENCY: process.env.NOTIFIER_DELIVERY_CONCURRENCY } : {}),
     // The photo jobs at once, when the partner bench compares them (bench/partners.ts).
     ...(process.env.NOTIFIER_PHOTO_CONCURRENCY ? { NOTIFIER_PHOTO_CONCURRENCY: process.env.NOTIFIER_PHOTO_CONCURRENCY } : {}),
     // The partner scenario (bench/partners.ts): its integration key, and its local photo server allow-listed.

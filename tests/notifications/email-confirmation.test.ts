@@ -346,10 +346,12 @@ describe("EMAIL_VERIFICATION", () => {
         payload: { message: "Your cat is in my garden", fromContact: "finder@example.org" },
       });
       expect(sent.statusCode).toBe(202);
-      const mail = await nthMailTo(email);
-      expect(textOf(mail)).toContain("Your cat is in my garden");
+      // The report's first-hour guide may reach the address too, once it is in use: the message's mail is the one counted.
+      const message = (m: Parameters<typeof textOf>[0]) => textOf(m).includes("Your cat is in my garden");
+      await eventually(async () => (mailsTo(email).some(message) ? true : undefined));
       expect(await confirmationRows(owner)).toHaveLength(0);
-      expect(mailsTo(email)).toHaveLength(1);
+      expect(mailsTo(email).filter(message)).toHaveLength(1);
+      expect(mailsTo(email).filter((m) => !message(m)).every((m) => textOf(m).includes("first hours"))).toBe(true);
     } finally {
       await off.close();
     }

@@ -106,7 +106,7 @@ describe("SIGTERM stops intake, finishes in-flight work and exits 0 within its s
     const env = {
       SMTP_URL: smtp.url,
       // Fewer workers than notifications: some deliveries are in flight, the others still queued.
-      NOTIFIER_WORKER_CONCURRENCY: "3",
+      NOTIFIER_DELIVERY_CONCURRENCY: "3",
       DATABASE_POOL_SIZE: "8",
     };
     let second: ServiceProcess | null = null;
