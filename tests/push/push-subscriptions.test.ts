@@ -4,9 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointProblem, MAX_PUSH_SUBSCRIPTIONS_PER_ACTOR } from "../../lib/push.js";
 import { as } from "../helpers/app.js";
 import { startHarness, type Harness } from "../helpers/harness.js";
-import { expectProblem } from "../safety/helpers.js";
+import { expectProblem, freshIp } from "../safety/helpers.js";
 
 const vapid = webpush.generateVAPIDKeys();
+// Each request comes from an address of its own: on a fast machine the file's requests together
+// would spend one address's per-IP bucket (20/s, burst 40) and meet 429.
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({ VAPID_PUBLIC_KEY: vapid.publicKey, PUSH_ENDPOINT_ALLOW: "push.test" });
@@ -23,7 +25,7 @@ function browserSubscription(endpoint = `https://push.example.com/send/${randomB
 }
 
 const post = (actor: string, payload: unknown) =>
-  h.api.app.inject({ method: "POST", url: "/v1/me/push-subscriptions", headers: as(actor), payload: payload as object });
+  h.api.app.inject({ remoteAddress: freshIp(), method: "POST", url: "/v1/me/push-subscriptions", headers: as(actor), payload: payload as object });
 
 async function rowsOf(actor: string) {
   return (await h.api.pool.query(`select id, endpoint, p256dh, auth from push_subscription where actor_id = $1 order by created_at`, [actor])).rows;
@@ -31,7 +33,7 @@ async function rowsOf(actor: string) {
 
 describe("GET /v1/push/public-key", () => {
   it("gives the VAPID public key, without login", async () => {
-    const res = await h.api.app.inject({ method: "GET", url: "/v1/push/public-key" });
+    const res = await h.api.app.inject({ remoteAddress: freshIp(), method: "GET", url: "/v1/push/public-key" });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ publicKey: vapid.publicKey });
   });
@@ -53,7 +55,7 @@ describe("POST /v1/me/push-subscriptions", () => {
   });
 
   it("needs a signed-in actor", async () => {
-    const res = await h.api.app.inject({ method: "POST", url: "/v1/me/push-subscriptions", payload: browserSubscription() });
+    const res = await h.api.app.inject({ remoteAddress: freshIp(), method: "POST", url: "/v1/me/push-subscriptions", payload: browserSubscription() });
     expect(res.statusCode).toBe(401);
   });
 
@@ -94,7 +96,7 @@ describe("POST /v1/me/push-subscriptions", () => {
     // The owner re-posting it stays idempotent.
     expect((await post("push-holder", sub)).json()).toEqual({ id });
 
-    const deleted = await h.api.app.inject({ method: "DELETE", url: `/v1/me/push-subscriptions/${id}`, headers: as("push-holder") });
+    const deleted = await h.api.app.inject({ remoteAddress: freshIp(), method: "DELETE", url: `/v1/me/push-subscriptions/${id}`, headers: as("push-holder") });
     expect(deleted.statusCode).toBe(204);
     expect((await post("push-taker", sub)).statusCode).toBe(201);
     expect((await rowsOf("push-taker")).map((r) => r.endpoint)).toEqual([sub.endpoint]);
@@ -128,16 +130,16 @@ describe("GET and DELETE /v1/me/push-subscriptions", () => {
     const mine = (await post("push-lister", browserSubscription())).json().id as string;
     const theirs = (await post("push-other", browserSubscription())).json().id as string;
 
-    const list = await h.api.app.inject({ method: "GET", url: "/v1/me/push-subscriptions", headers: as("push-lister") });
+    const list = await h.api.app.inject({ remoteAddress: freshIp(), method: "GET", url: "/v1/me/push-subscriptions", headers: as("push-lister") });
     expect(list.statusCode).toBe(200);
     expect(list.json().items.map((i: { id: string }) => i.id)).toEqual([mine]);
     expect(Object.keys(list.json().items[0]).sort()).toEqual(["createdAt", "endpoint", "id"]);
 
-    const refused = await h.api.app.inject({ method: "DELETE", url: `/v1/me/push-subscriptions/${theirs}`, headers: as("push-lister") });
+    const refused = await h.api.app.inject({ remoteAddress: freshIp(), method: "DELETE", url: `/v1/me/push-subscriptions/${theirs}`, headers: as("push-lister") });
     expect(refused.statusCode).toBe(404);
     expect(await rowsOf("push-other")).toHaveLength(1);
 
-    const deleted = await h.api.app.inject({ method: "DELETE", url: `/v1/me/push-subscriptions/${mine}`, headers: as("push-lister") });
+    const deleted = await h.api.app.inject({ remoteAddress: freshIp(), method: "DELETE", url: `/v1/me/push-subscriptions/${mine}`, headers: as("push-lister") });
     expect(deleted.statusCode).toBe(204);
     expect(await rowsOf("push-lister")).toEqual([]);
   });
@@ -146,25 +148,25 @@ describe("GET and DELETE /v1/me/push-subscriptions", () => {
 describe("pushKinds in the notification preferences", () => {
   it("is null (every kind) until chosen, and a PUT of pushKinds alone keeps emailKinds", async () => {
     const url = "/v1/me/notification-preferences";
-    const before = await h.api.app.inject({ method: "GET", url, headers: as("push-prefs") });
+    const before = await h.api.app.inject({ remoteAddress: freshIp(), method: "GET", url, headers: as("push-prefs") });
     expect(before.json()).toMatchObject({ pushKinds: null });
 
-    await h.api.app.inject({ method: "PUT", url, headers: as("push-prefs"), payload: { emailKinds: ["match"] } });
-    const put = await h.api.app.inject({ method: "PUT", url, headers: as("push-prefs"), payload: { pushKinds: ["match", "sighting"] } });
+    await h.api.app.inject({ remoteAddress: freshIp(), method: "PUT", url, headers: as("push-prefs"), payload: { emailKinds: ["match"] } });
+    const put = await h.api.app.inject({ remoteAddress: freshIp(), method: "PUT", url, headers: as("push-prefs"), payload: { pushKinds: ["match", "sighting"] } });
     expect(put.statusCode).toBe(200);
     expect(put.json()).toMatchObject({ emailKinds: ["match"], pushKinds: ["match", "sighting"] });
 
-    const back = await h.api.app.inject({ method: "PUT", url, headers: as("push-prefs"), payload: { pushKinds: null } });
+    const back = await h.api.app.inject({ remoteAddress: freshIp(), method: "PUT", url, headers: as("push-prefs"), payload: { pushKinds: null } });
     expect(back.json()).toMatchObject({ emailKinds: ["match"], pushKinds: null });
 
-    const bad = await h.api.app.inject({ method: "PUT", url, headers: as("push-prefs"), payload: { pushKinds: ["carrier_pigeon"] } });
+    const bad = await h.api.app.inject({ remoteAddress: freshIp(), method: "PUT", url, headers: as("push-prefs"), payload: { pushKinds: ["carrier_pigeon"] } });
     expect(bad.statusCode).toBe(400);
   });
 });
 
 describe("GET /sw.js", () => {
   it("is a service worker for scope / that shows a push and opens its url on click", async () => {
-    const res = await h.api.app.inject({ method: "GET", url: "/sw.js" });
+    const res = await h.api.app.inject({ remoteAddress: freshIp(), method: "GET", url: "/sw.js" });
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-type"]).toMatch(/^application\/javascript/);
     expect(res.headers["service-worker-allowed"]).toBe("/");
