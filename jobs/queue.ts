@@ -170,7 +170,11 @@ export async function enqueueDeliveryBatches(
   const { size: asked, ...jobOptions } = options;
   const size = Math.max(1, Math.min(asked, DELIVERY_BATCH_MAX));
   const byChannel = new Map<Channel, string[]>();
-  for (const { id, channel } of deliveries) byChannel.set(channel, [...(byChannel.get(channel) ?? []), id]);
+  for (const { id, channel } of deliveries) {
+    const ids = byChannel.get(channel);
+    if (ids) ids.push(id);
+    else byChannel.set(channel, [id]);
+  }
   const jobs: JobSpec[] = [];
   for (const [channel, ids] of byChannel) {
     for (let i = 0; i < ids.length; i += size) {
