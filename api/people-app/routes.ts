@@ -9,9 +9,10 @@ export function appBundleDir(from = import.meta.dirname): string {
   return join(packageRoot(from), "app-ui", "dist");
 }
 
-/** What the app's page is told besides sign-in: its map's tiles. */
+/** What the app's page is told besides sign-in: its map's tiles, and whether the service sends texts (its settings then offer a phone). */
 export interface AppPageConfig extends SignInConfig {
   map: { tileUrl: string; attribution: string };
+  sms: boolean;
 }
 
 export function tileOrigin(tileUrl: string): string {
@@ -51,7 +52,12 @@ export function appContentSecurityPolicy(tiles: string, issuer: string | null): 
 export const peopleAppRoutes: FastifyPluginAsyncZod<{ config: ApiConfig; root?: string }> = async (app, options) => {
   const { config } = options;
   const sign = signInConfig(config);
-  const pageConfig: AppPageConfig = { ...sign, map: { tileUrl: config.APP_MAP_TILE_URL, attribution: config.APP_MAP_ATTRIBUTION } };
+  const pageConfig: AppPageConfig = {
+    ...sign,
+    map: { tileUrl: config.APP_MAP_TILE_URL, attribution: config.APP_MAP_ATTRIBUTION },
+    // PUT /v1/me/phone takes numbers only then (api/phone/routes.ts).
+    sms: Boolean(config.SMS_AUTH_TOKEN),
+  };
   await app.register(singlePageRoutes, {
     mount: "/app",
     root: options.root ?? appBundleDir(),

@@ -32,6 +32,7 @@ button{display:block;width:100%;font:inherit;font-weight:700;min-height:3rem;pad
 button[type=submit]{background:var(--accent);color:#fff}
 button[type=button]{background:#fff;color:var(--accent)}
 button:disabled{cursor:wait}
+a.button{display:block;box-sizing:border-box;text-align:center;text-decoration:none;font-weight:700;min-height:3rem;padding:.75rem 1.25rem;margin-top:1rem;border:2px solid var(--accent);border-radius:.375rem;background:#fff;color:var(--accent)}
 :focus-visible{outline:3px solid #111;outline-offset:3px}
 .errors{border:3px solid var(--alert);padding:.5rem 1rem;border-radius:.5rem;margin:1rem 0}
 .errors ul{margin:.25rem 0;padding-left:1.25rem}
@@ -83,45 +84,11 @@ const js = `"use strict";
   }
 })();
 (function () {
-  // "Get alerts on this phone" (Web Push): shown only where the browser can push. The subscription is posted for the
-  // actor signed in on this browser: the app keeps its bearer token under this key. Without one, the visitor is asked
-  // to sign in; nothing is subscribed anonymously (docs/decisions/0075).
-  var button = document.getElementById("push-subscribe");
-  var status = document.getElementById("push-status");
-  if (!button || !status || !("serviceWorker" in navigator) || !("PushManager" in window)) return;
-  navigator.serviceWorker.register("/sw.js", { scope: "/" }).then(function () { button.hidden = false; }, function () {});
-  function keyBytes(text) {
-    var raw = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4));
-    var bytes = new Uint8Array(raw.length);
-    for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
-    return bytes;
-  }
-  button.addEventListener("click", function () {
-    var token = null;
-    try { token = window.localStorage.getItem("animal-safety.access-token"); } catch (e) {}
-    if (!token) { status.textContent = button.getAttribute("data-sign-in"); return; }
-    button.disabled = true;
-    Promise.all([navigator.serviceWorker.ready, fetch("/v1/push/public-key").then(function (r) { return r.json(); })])
-      .then(function (got) {
-        return got[0].pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(got[1].publicKey) });
-      })
-      .then(function (subscription) {
-        return fetch("/v1/me/push-subscriptions", {
-          method: "POST",
-          headers: { "content-type": "application/json", authorization: "Bearer " + token },
-          body: JSON.stringify(subscription)
-        });
-      })
-      .then(function (response) {
-        if (!response.ok) throw new Error(String(response.status));
-        status.textContent = button.getAttribute("data-subscribed");
-        button.hidden = true;
-      })
-      .catch(function () {
-        button.disabled = false;
-        status.textContent = button.getAttribute("data-failed");
-      });
-  });
+  // "Get alerts on this phone": a link to the app's settings, where the visitor signs in and turns push on. Shown only
+  // where the browser can push: once the service worker registers (docs/decisions/0075).
+  var link = document.getElementById("push-subscribe");
+  if (!link || !("serviceWorker" in navigator) || !("PushManager" in window)) return;
+  navigator.serviceWorker.register("/sw.js", { scope: "/" }).then(function () { link.hidden = false; }, function () {});
 })();
 `;
 

@@ -104,16 +104,16 @@ ${field("fromContact", m.form.contact, m.form.contactHint, errors.fromContact, (
 }
 
 /**
- * "Get alerts on this phone": hidden in the HTML, so a page without
- * JavaScript (or a browser without PushManager) never shows it; the page's
- * script (assets.ts) reveals it once the service worker (/sw.js) registers,
- * and on a click subscribes with the API's VAPID key and posts the
- * subscription for the actor signed in on this browser (docs/decisions/0075).
+ * "Get alerts on this phone": a link to the app's settings, where the visitor
+ * signs in and turns on push for this browser (the app keeps its tokens in
+ * memory only, so this page never holds one). Hidden in the HTML, so a page
+ * without JavaScript (or a browser without PushManager) never shows it; the
+ * page's script (assets.ts) reveals it once the service worker (/sw.js)
+ * registers (docs/decisions/0075).
  */
 export function pushOffer(m: Messages): string {
   return `<section class="push-offer">
-<button type="button" id="push-subscribe" hidden data-subscribed="${t(m.push.subscribed)}" data-sign-in="${t(m.push.signIn)}" data-failed="${t(m.push.failed)}">${t(m.push.subscribe)}</button>
-<p id="push-status" role="status" aria-live="polite"></p>
+<a id="push-subscribe" class="button" href="/app/#/settings" hidden>${t(m.push.subscribe)}</a>
 </section>`;
 }
 

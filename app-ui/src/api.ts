@@ -222,7 +222,15 @@ export interface AlertSubscription {
 export interface Preferences {
   email: string | null;
   emailStatus: "none" | "pending" | "confirmed";
-  /** Only once SMS exists. */
-  phone?: string | null;
-  phoneStatus?: string;
+  phoneStatus: PhoneStatus;
+  /** The last two digits of the number set: no response carries the number. */
+  phoneEnding: string | null;
+}
+
+export type PhoneStatus = "none" | "pending" | "verified" | "stopped";
+
+/** PUT /v1/me/phone and POST /v1/me/phone/verify. */
+export interface PhoneState {
+  phoneStatus: PhoneStatus;
+  phoneEnding: string | null;
 }

@@ -5,11 +5,13 @@ export interface PageConfig {
   oidc: OidcSettings | null;
   devSignIn: boolean;
   map: { tileUrl: string; attribution: string };
+  /** The service sends texts: settings offer a phone number. */
+  sms: boolean;
 }
 
 export function readPageConfig(): PageConfig {
   const meta = document.querySelector<HTMLMetaElement>('meta[name="service-config"]');
-  const fallback: PageConfig = { oidc: null, devSignIn: false, map: { tileUrl: "", attribution: "" } };
+  const fallback: PageConfig = { oidc: null, devSignIn: false, map: { tileUrl: "", attribution: "" }, sms: false };
   if (!meta) return fallback;
   try {
     return { ...fallback, ...(JSON.parse(meta.content) as Partial<PageConfig>) };

@@ -14,6 +14,11 @@ import { launchChromium, type Browser } from "../console/browser.js";
 import { photoPart, uploadRequest } from "../photos/support.js";
 import { call } from "../safety/helpers.js";
 import { appScreenshot, PHONE, signInThroughProvider, startAppStack, type AppStack } from "./support.js";
+import { createMetricsRegistry } from "../../lib/metrics.js";
+import type { SupervisedWorker } from "../../lib/worker.js";
+import { TestSmsProvider } from "../helpers/sms-provider.js";
+import { startDeliveryWorker } from "../notifier/support.js";
+import { newPhone, SMS, SMS_API_ENV, smsDeliverers, textTo } from "../sms/support.js";
 
 
 /** Waits on a condition: generous, the suite shares two cores. */
@@ -37,6 +42,9 @@ let seed: TestApi;
 let seedUrl: string;
 let browser: Browser;
 let page: Page;
+/** The SMS provider the phone's code goes through, and the worker that texts it. */
+let sms: TestSmsProvider;
+let smsWorker: SupervisedWorker;
 const cspViolations: string[] = [];
 const requested: string[] = [];
 
@@ -84,7 +92,15 @@ async function tapMap(dx = 0, dy = 0): Promise<void> {
 }
 
 beforeAll(async () => {
-  [stack, browser] = await Promise.all([startAppStack({ env: { EMAIL_VERIFICATION: "required" } }), launchChromium()]);
+  [stack, browser] = await Promise.all([startAppStack({ env: { EMAIL_VERIFICATION: "required", ...SMS_API_ENV } }), launchChromium()]);
+  sms = await TestSmsProvider.start({
+    accountSid: SMS.accountSid,
+    authToken: SMS.authToken,
+    serviceNumber: SMS.from,
+    publicBaseUrl: SMS.publicBaseUrl,
+    apiBaseUrl: () => stack.baseUrl,
+  });
+  smsWorker = await startDeliveryWorker(stack.api.pool, smsDeliverers(stack.api.pool, sms, createMetricsRegistry("notifier")));
   seed = await buildTestApi(devEnv(stack.db.url, stack.bus.url));
   await seed.app.listen({ port: 0, host: "127.0.0.1" });
   seedUrl = `http://127.0.0.1:${(seed.app.server.address() as AddressInfo).port}`;
@@ -102,6 +118,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await smsWorker?.stop();
+  await sms?.close();
   await browser?.close();
   await seed?.close();
   await stack?.stop();
@@ -338,7 +356,7 @@ describe("signed in through the provider", () => {
     await appScreenshot(page, "alerts");
   });
 
-  it("sets the email and shows it waiting for confirmation; offers push; speaks German", async () => {
+  it("sets the email and shows it waiting for confirmation; confirms a phone with the texted code; offers push; speaks German", async () => {
     await open("settings", "Settings");
     await page.getByLabel("Email address").fill("not an address");
     await page.getByRole("button", { name: "Save address" }).click();
@@ -347,8 +365,32 @@ describe("signed in through the provider", () => {
     await page.getByLabel("Email address").fill("owner@example.com");
     await page.getByRole("button", { name: "Save address" }).click();
     await page.getByTestId("email-status").getByText("Waiting for confirmation", { exact: false }).waitFor();
-    // The preferences carry phoneStatus (SMS): the phone's state is shown, none set yet.
-    await page.getByTestId("phone").locator(".phone-none").waitFor();
+
+    // The phone: a number the API cannot read is refused next to its field; a real one gets a code by text.
+    const phoneCard = page.getByTestId("phone");
+    await phoneCard.locator(".phone-none").waitFor();
+    await page.getByLabel("Phone number").fill("12");
+    await page.getByRole("button", { name: "Text me a code" }).click();
+    await poll(() => page.getByLabel("Phone number").getAttribute("aria-invalid")).toBe("true");
+    const phone = newPhone();
+    await page.getByLabel("Phone number").fill(phone);
+    await page.getByRole("button", { name: "Text me a code" }).click();
+    await phoneCard.locator(".phone-pending").waitFor();
+    const text = await textTo(sms, phone, /code: \d{6}/, 30_000);
+    const code = /code: (\d{6})/.exec(text.body)![1]!;
+    const wrong = code === "000000" ? "111111" : "000000";
+    await page.getByLabel("The 6-digit code").fill(wrong);
+    await page.getByRole("button", { name: "Confirm" }).click();
+    await poll(() => page.getByLabel("The 6-digit code").getAttribute("aria-invalid")).toBe("true");
+    await page.getByLabel("The 6-digit code").fill(code);
+    await page.getByRole("button", { name: "Confirm" }).click();
+    await phoneCard.locator(".phone-verified").waitFor();
+    // Only the last two digits are shown again: the number itself is in no response.
+    expect(await phoneCard.textContent()).toContain(`ending in ${phone.slice(-2)}`);
+    expect(await phoneCard.textContent()).not.toContain(phone.slice(3));
+    const { rows } = await stack.db.pool.query("select phone from notification_preference where actor_id = $1", [OWNER]);
+    expect(rows).toEqual([{ phone }]);
+
     // Headless Chromium may refuse notifications outright: then the app says so instead of offering them.
     const permission = await page.evaluate<string>("Notification.permission");
     await (permission === "denied"

@@ -9,11 +9,10 @@ import { animalWithTag, reportAnimalLost } from "../tag/helpers.js";
 
 /**
  * "Get alerts on this phone" in Debian's Chromium, on the tag page and the
- * share page, against the real API on a real port. Chromium here cannot get
- * a push subscription (no push service), so this checks what the page does up
- * to that point: the service worker registers and the button appears where
- * PushManager exists, and stays hidden where it does not or without
- * JavaScript. Delivery is tested against a real push service
+ * share page, against the real API on a real port: the service worker
+ * registers and the link to the app's settings (where push is turned on,
+ * tests/app/app-screens.test.ts) appears where PushManager exists, and stays
+ * hidden where it does not or without JavaScript. Delivery is tested against a real push service
  * (tests/push/push-delivery.test.ts).
  */
 const VAPID_PUBLIC_KEY = "BC6apSkxwqDM4prWYpjQVFHGAq6VSYlQIRcA9igLV9MiWIUPvDEn8-m4ykMIoAN-HgRtVRtAMeLQ-_LtoQFxZMg";
@@ -62,7 +61,7 @@ describe.each(["tag", "share"] as const)("the %s page's \"Get alerts on this pho
   it("registers the service worker at /sw.js for scope / and shows the button where the browser has PushManager", async () => {
     const { page, cspViolations } = await open(pages[which]);
     try {
-      const button = page.getByRole("button", { name: m.push.subscribe });
+      const button = page.getByRole("link", { name: m.push.subscribe });
       await button.waitFor({ state: "visible" });
       const registration = await page.evaluate<{ scope: string; script: string | null }>(`navigator.serviceWorker.ready.then((r) => ({
         scope: r.scope,
@@ -75,15 +74,15 @@ describe.each(["tag", "share"] as const)("the %s page's \"Get alerts on this pho
     }
   });
 
-  it("asks a visitor who is not signed in on this browser to sign in, and subscribes nothing", async () => {
+  it("takes the visitor to the app's settings, where they sign in and turn push on, and subscribes nothing itself", async () => {
     const { page } = await open(pages[which]);
     try {
       const posts: string[] = [];
       page.on("request", (request) => {
         if (request.method() === "POST") posts.push(request.url());
       });
-      await page.getByRole("button", { name: m.push.subscribe }).click();
-      await page.getByText(m.push.signIn).waitFor();
+      await page.getByRole("link", { name: m.push.subscribe }).click();
+      await page.waitForURL(`${baseUrl}/app/#/settings`);
       expect(posts).toEqual([]);
     } finally {
       await page.close();

@@ -51,7 +51,7 @@ export const de: Messages = {
   tooManyMessages: { title: "Zu viele Nachrichten", body: "Von deiner Verbindung oder an dieses Tier wurden zu viele Nachrichten gesendet. Bitte versuch es später erneut." },
   failed: { title: "Etwas ist schiefgegangen", body: "Deine Anfrage konnte nicht ausgeführt werden. Bitte versuch es erneut." },
   otherSite: { title: "Von einer anderen Website gesendet", body: "Dieses Formular kann nur von der Seite der Marke gesendet werden. Bitte scanne die Marke erneut und sende deine Nachricht von dieser Seite." },
-  push: { subscribe: "Benachrichtigungen auf dieses Handy", subscribed: "Dieses Handy bekommt jetzt Benachrichtigungen.", signIn: "Melde dich zuerst auf diesem Handy bei Animal Safety an und versuche es dann erneut.", failed: "Benachrichtigungen konnten nicht eingeschaltet werden. Prüfe, ob Mitteilungen für diese Seite erlaubt sind." },
+  push: { subscribe: "Benachrichtigungen auf dieses Handy" },
   footer: "Animal Safety: Tiere finden zu ihren Familien zurück.",
   share: {
     lost: "{species} vermisst",

@@ -51,7 +51,7 @@ export const en: Messages = {
   tooManyMessages: { title: "Too many messages", body: "Too many messages were sent from your connection or to this animal. Please try again later." },
   failed: { title: "Something went wrong", body: "Your request could not be completed. Please try again." },
   otherSite: { title: "Sent from another site", body: "This form can only be sent from the animal's tag page. Please scan the tag again and send your message from that page." },
-  push: { subscribe: "Get alerts on this phone", subscribed: "This phone will now get alerts.", signIn: "Sign in to Animal Safety on this phone first, then try again.", failed: "Alerts could not be turned on. Check that notifications are allowed for this site." },
+  push: { subscribe: "Get alerts on this phone" },
   footer: "Animal Safety: reuniting animals with their families.",
   share: {
     lost: "Lost {species}",

@@ -51,7 +51,7 @@ export const es: Messages = {
   tooManyMessages: { title: "Demasiados mensajes", body: "Se han enviado demasiados mensajes desde tu conexión o a este animal. Inténtalo de nuevo más tarde." },
   failed: { title: "Algo ha fallado", body: "No se pudo completar tu solicitud. Inténtalo de nuevo." },
   otherSite: { title: "Enviado desde otro sitio", body: "Este formulario solo se puede enviar desde la página de la placa. Vuelve a escanear la placa y envía tu mensaje desde esa página." },
-  push: { subscribe: "Recibir alertas en este teléfono", subscribed: "Este teléfono recibirá ahora las alertas.", signIn: "Primero inicia sesión en Animal Safety en este teléfono y vuelve a intentarlo.", failed: "No se pudieron activar las alertas. Comprueba que las notificaciones estén permitidas para este sitio." },
+  push: { subscribe: "Recibir alertas en este teléfono" },
   footer: "Animal Safety: reunimos a los animales con sus familias.",
   share: {
     lost: "{species} perdido",

@@ -51,7 +51,7 @@ export const fr: Messages = {
   tooManyMessages: { title: "Trop de messages", body: "Trop de messages ont été envoyés depuis votre connexion ou à cet animal. Veuillez réessayer plus tard." },
   failed: { title: "Une erreur est survenue", body: "Votre demande n'a pas pu aboutir. Veuillez réessayer." },
   otherSite: { title: "Envoyé depuis un autre site", body: "Ce formulaire ne peut être envoyé que depuis la page de la médaille. Veuillez scanner à nouveau la médaille et envoyer votre message depuis cette page." },
-  push: { subscribe: "Recevoir les alertes sur ce téléphone", subscribed: "Ce téléphone recevra désormais les alertes.", signIn: "Connectez-vous d'abord à Animal Safety sur ce téléphone, puis réessayez.", failed: "Les alertes n'ont pas pu être activées. Vérifiez que les notifications sont autorisées pour ce site." },
+  push: { subscribe: "Recevoir les alertes sur ce téléphone" },
   footer: "Animal Safety : réunir les animaux et leurs familles.",
   share: {
     lost: "{species} perdu",

@@ -54,7 +54,7 @@ export interface Messages {
    * "Get alerts on this phone" (Web Push): shown only by the page's script, where the browser has PushManager.
    * signIn: the visitor is not signed in on this browser; subscribed: it worked; failed: permission refused or an error.
    */
-  push: { subscribe: string; subscribed: string; signIn: string; failed: string };
+  push: { subscribe: string };
   footer: string;
   /** The share pages (GET /lost/{id}, /found/{id}) and their flyers (api/share/). */
   share: ShareMessages;

@@ -1,11 +1,14 @@
 import { useEffect, useState } from "preact/hooks";
-import type { Preferences } from "../api";
+import type { PhoneState, Preferences } from "../api";
+import { readPageConfig } from "../config";
 import { Field, onSubmit, ProblemNote, useProblem } from "../forms";
 import { fill, LANGUAGES, useI18n, type Language } from "../i18n";
 import { pushIsOn, pushSupported, turnOnPush } from "../push";
 import { useSession } from "../session";
 
-/** Notification preferences: the email and its confirmation, the phone once SMS exists, push on this device, and the language. */
+const smsOn = readPageConfig().sms;
+
+/** Notification preferences: the email and its confirmation, the phone when the service sends texts, push on this device, and the language. */
 export function Settings() {
   const { m, language, setLanguage } = useI18n();
   const session = useSession()!;
@@ -50,30 +53,39 @@ export function Settings() {
       {load.problem && <ProblemNote problem={load.problem} />}
       <section aria-labelledby="email-heading" class="card">
         <h2 id="email-heading">{m.settings.emailHeading}</h2>
+        {/* The form waits for the stored address: filled earlier, the loaded one would overwrite what was typed. */}
+        {!preferences && !load.problem && <p>{m.common.loading}</p>}
         {preferences && (
-          <p class={`status email-${preferences.emailStatus}`} data-testid="email-status">
-            {m.settings.emailStatus[preferences.emailStatus]}
-          </p>
+          <>
+            <p class={`status email-${preferences.emailStatus}`} data-testid="email-status">
+              {m.settings.emailStatus[preferences.emailStatus]}
+            </p>
+            <form onSubmit={onSubmit(() => saveEmail(email.trim() || null))} aria-label={m.settings.emailHeading} noValidate>
+              <Field label={m.settings.email} error={emailForm.fieldError("email")}>
+                {(attrs) => <input {...attrs} type="email" autocomplete="email" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />}
+              </Field>
+              {emailForm.problem && <ProblemNote problem={emailForm.problem} fieldsShown />}
+              {saved && <p role="status">{m.settings.emailSaved}</p>}
+              <div class="actions">
+                <button type="submit" class="primary" disabled={emailForm.busy}>
+                  {m.settings.saveEmail}
+                </button>
+                {preferences.email && (
+                  <button type="button" class="secondary" disabled={emailForm.busy} onClick={() => saveEmail(null)}>
+                    {m.settings.removeEmail}
+                  </button>
+                )}
+              </div>
+            </form>
+          </>
         )}
-        <form onSubmit={onSubmit(() => saveEmail(email.trim() || null))} aria-label={m.settings.emailHeading} noValidate>
-          <Field label={m.settings.email} error={emailForm.fieldError("email")}>
-            {(attrs) => <input {...attrs} type="email" autocomplete="email" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />}
-          </Field>
-          {emailForm.problem && <ProblemNote problem={emailForm.problem} fieldsShown />}
-          {saved && <p role="status">{m.settings.emailSaved}</p>}
-          <div class="actions">
-            <button type="submit" class="primary" disabled={emailForm.busy}>
-              {m.settings.saveEmail}
-            </button>
-            {preferences?.email && (
-              <button type="button" class="secondary" disabled={emailForm.busy} onClick={() => saveEmail(null)}>
-                {m.settings.removeEmail}
-              </button>
-            )}
-          </div>
-        </form>
       </section>
-      {preferences && preferences.phoneStatus !== undefined && <PhoneSection preferences={preferences} />}
+      {smsOn && preferences && (
+        <PhoneSection
+          state={{ phoneStatus: preferences.phoneStatus, phoneEnding: preferences.phoneEnding }}
+          onChange={(state) => setPreferences({ ...preferences, ...state })}
+        />
+      )}
       <section aria-labelledby="push-heading" class="card">
         <h2 id="push-heading">{m.settings.pushHeading}</h2>
         {push === "unsupported" && <p>{m.settings.pushUnsupported}</p>}
@@ -108,15 +120,84 @@ export function Settings() {
   );
 }
 
-/** The phone and its confirmation: shown once the service has SMS (the preferences carry phoneStatus). */
-function PhoneSection(props: { preferences: Preferences }) {
+/**
+ * The phone for texts (PUT /v1/me/phone), confirmed with the code texted to
+ * it (POST /v1/me/phone/verify). The service never shows the number again:
+ * only its last two digits.
+ */
+function PhoneSection(props: { state: PhoneState; onChange: (state: PhoneState) => void }) {
   const { m } = useI18n();
-  const status = props.preferences.phoneStatus ?? "none";
+  const session = useSession()!;
+  const { phoneStatus, phoneEnding } = props.state;
+  const [phone, setPhone] = useState("");
+  const [code, setCode] = useState("");
+  const [changing, setChanging] = useState(false);
+  const form = useProblem();
+
+  const put = (value: string | null) =>
+    form.run(async () => {
+      props.onChange(await session.request<PhoneState>("PUT", "/v1/me/phone", { phone: value }));
+      setChanging(false);
+      setCode("");
+    });
+  const verify = () =>
+    form.run(async () => {
+      props.onChange(await session.request<PhoneState>("POST", "/v1/me/phone/verify", { code: code.trim() }));
+      setPhone("");
+    });
+
+  const askNumber = phoneStatus === "none" || changing;
   return (
     <section aria-labelledby="phone-heading" class="card" data-testid="phone">
       <h2 id="phone-heading">{m.settings.phoneHeading}</h2>
-      {props.preferences.phone && <p>{props.preferences.phone}</p>}
-      <p class={`status phone-${status}`}>{m.settings.phoneStatus[status] ?? status}</p>
+      <p>{m.settings.phoneIntro}</p>
+      <p class={`status phone-${phoneStatus}`}>{m.settings.phoneStatus[phoneStatus] ?? phoneStatus}</p>
+      {phoneEnding && phoneStatus !== "none" && <p>{fill(m.settings.phoneEnding, { digits: phoneEnding })}</p>}
+      {askNumber ? (
+        <form onSubmit={onSubmit(() => put(phone.trim()))} noValidate>
+          <Field label={m.settings.phone} hint={m.settings.phoneHint} error={form.fieldError("phone")}>
+            {(attrs) => <input {...attrs} type="tel" autocomplete="tel" value={phone} onInput={(e) => setPhone(e.currentTarget.value)} />}
+          </Field>
+          {form.problem && <ProblemNote problem={form.problem} fieldsShown />}
+          <div class="actions">
+            <button type="submit" class="primary" disabled={form.busy}>
+              {m.settings.sendCode}
+            </button>
+            {changing && (
+              <button type="button" class="secondary" onClick={() => setChanging(false)}>
+                {m.common.cancel}
+              </button>
+            )}
+          </div>
+        </form>
+      ) : (
+        <>
+          {phoneStatus === "pending" && (
+            <form onSubmit={onSubmit(verify)} noValidate>
+              <Field label={m.settings.code} error={form.fieldError("code")}>
+                {(attrs) => (
+                  <input {...attrs} inputMode="numeric" autocomplete="one-time-code" maxLength={6} value={code} onInput={(e) => setCode(e.currentTarget.value)} />
+                )}
+              </Field>
+              {form.problem && <ProblemNote problem={form.problem} fieldsShown />}
+              <div class="actions">
+                <button type="submit" class="primary" disabled={form.busy}>
+                  {m.settings.confirmCode}
+                </button>
+              </div>
+            </form>
+          )}
+          {phoneStatus !== "pending" && form.problem && <ProblemNote problem={form.problem} />}
+          <div class="actions">
+            <button type="button" class="secondary" disabled={form.busy} onClick={() => setChanging(true)}>
+              {m.settings.changePhone}
+            </button>
+            <button type="button" class="secondary" disabled={form.busy} onClick={() => put(null)}>
+              {m.settings.removePhone}
+            </button>
+          </div>
+        </>
+      )}
     </section>
   );
 }
