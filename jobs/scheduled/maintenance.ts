@@ -10,6 +10,12 @@ import { withTransaction, type Pool, type PoolClient, type Queryable } from "../
 /** A bucket idle this long has refilled completely (our buckets refill in ≤ 1 h), so its row carries no state. */
 const BUCKET_IDLE_HOURS = 2;
 
+/**
+ * The SMS counters of a UTC day carry state only on that day (the caps are
+ * daily); a week of them is kept for an operator to read after an incident.
+ */
+export const SMS_USAGE_KEPT_DAYS = 7;
+
 /** Partitions are created this many days ahead, so a missed run or three still finds them there. */
 export const PARTITION_DAYS_AHEAD = 3;
 
@@ -196,6 +202,8 @@ export async function readPartitionHealth(db: Queryable, retentionDays: number):
 
 export interface PruneResult {
   buckets: number;
+  /** sms_daily_usage and sms_daily_segments rows of days past SMS_USAGE_KEPT_DAYS. */
+  smsUsageRows: number;
   /** Partitions created this run, both tables. */
   partitionsCreated: string[];
   /** Rows moved out of the default partitions. */
@@ -205,7 +213,7 @@ export interface PruneResult {
 }
 
 /**
- * The hourly run: idle rate-limit buckets deleted; each partitioned table's
+ * The hourly run: idle rate-limit buckets and old days' SMS counters deleted; each partitioned table's
  * default split and partitions made ahead; outbox days past the retention
  * dropped. Notifications have no retention: their partitions are kept.
  */
@@ -214,11 +222,18 @@ export async function pruneMaintenance(pool: Pool, outboxRetentionDays: number):
     `delete from rate_limit_bucket where updated_at < now() - make_interval(hours => $1::int)`,
     [BUCKET_IDLE_HOURS],
   );
+  const smsUsage = await pool.query(
+    `with usage as (delete from sms_daily_usage where day < (now() at time zone 'UTC')::date - $1::int returning 1),
+          segments as (delete from sms_daily_segments where day < (now() at time zone 'UTC')::date - $1::int returning 1)
+     select (select count(*) from usage)::int + (select count(*) from segments)::int as deleted`,
+    [SMS_USAGE_KEPT_DAYS],
+  );
   const outbox = await maintainPartitions(pool, OUTBOX_PARTITIONS);
   const notification = await maintainPartitions(pool, NOTIFICATION_PARTITIONS);
   const drops = await dropOutboxDays(pool, outboxRetentionDays);
   return {
     buckets: buckets.rowCount ?? 0,
+    smsUsageRows: smsUsage.rows[0].deleted as number,
     partitionsCreated: [...outbox.created, ...notification.created],
     movedFromDefault: outbox.movedFromDefault + notification.movedFromDefault,
     outboxDaysDropped: drops.dropped,

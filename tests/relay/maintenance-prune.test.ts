@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventType } from "../../lib/events.js";
-import { pruneMaintenance } from "../../jobs/scheduled/maintenance.js";
+import { pruneMaintenance, SMS_USAGE_KEPT_DAYS } from "../../jobs/scheduled/maintenance.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 let db: TestDatabase;
@@ -22,6 +22,22 @@ describe("hourly maintenance prunes only rows that carry no state", () => {
     expect(result.buckets).toBe(1);
     const { rows } = await db.pool.query(`select key from rate_limit_bucket order by key`);
     expect(rows).toEqual([{ key: "report-create:recent" }]);
+  });
+
+  it(`deletes the SMS counters of days over ${SMS_USAGE_KEPT_DAYS} days old, and keeps the last week's and today's`, async () => {
+    await db.pool.query(
+      `with n as (insert into sms_number (phone) values ('+4917612999001') returning id)
+       insert into sms_daily_usage (day, number_id, texts, segments)
+       select (now() at time zone 'UTC')::date - d, n.id, 1, 2 from n, unnest(array[0, 7, 8, 30]) as d`,
+    );
+    await db.pool.query(
+      `insert into sms_daily_segments (day, segments) select (now() at time zone 'UTC')::date - d, 2 from unnest(array[0, 7, 8, 30]) as d`,
+    );
+    const result = await pruneMaintenance(db.pool, 7);
+    expect(result.smsUsageRows).toBe(4);
+    const ages = `select (now() at time zone 'UTC')::date - day as age from %s order by age`;
+    expect((await db.pool.query(ages.replace("%s", "sms_daily_usage"))).rows).toEqual([{ age: 0 }, { age: 7 }]);
+    expect((await db.pool.query(ages.replace("%s", "sms_daily_segments"))).rows).toEqual([{ age: 0 }, { age: 7 }]);
   });
 
   it("drops outbox days past the retention whose rows are all published, and keeps a day with an unpublished row", async () => {
