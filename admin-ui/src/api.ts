@@ -91,7 +91,7 @@ async function problemOf(response: Response): Promise<Problem> {
   return { type: "", title: response.statusText || "Error", status: response.status, detail: `the API answered ${response.status}` };
 }
 
-export async function call<T>(credential: Credential, method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+export async function call<T>(credential: Credential, method: "GET" | "POST" | "PATCH", path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { accept: "application/json", ...(await authHeaders(credential)) };
   // Only with a body: an empty body sent as application/json is refused by the API.
   if (body !== undefined) headers["content-type"] = "application/json";
@@ -240,7 +240,7 @@ export type JobAction = "retry" | "fail";
 export const JOB_ACTION_FROM: Record<JobAction, readonly JobState[]> = { retry: ["failed", "scheduled"], fail: ["queued", "scheduled"] };
 
 /** An API caller: call() with the credential bound, or ui.tsx useApi().request (which also signs out on 401). */
-export type Requester = <T>(method: "GET" | "POST", path: string, body?: unknown) => Promise<T>;
+export type Requester = <T>(method: "GET" | "POST" | "PATCH", path: string, body?: unknown) => Promise<T>;
 
 /** The jobs screen's typed calls. */
 export const jobsApi = {

@@ -16,7 +16,7 @@ export function useApi() {
   const session = useContext(SessionContext);
   if (!session) throw new Error("useApi outside a signed-in session");
   const request = useCallback(
-    async <T,>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> => {
+    async <T,>(method: "GET" | "POST" | "PATCH", path: string, body?: unknown): Promise<T> => {
       try {
         return await call<T>(session.credential, method, path, body);
       } catch (err) {

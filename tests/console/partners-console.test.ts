@@ -6,7 +6,7 @@ import { startHarness, type Harness } from "../helpers/harness.js";
 import { call } from "../safety/helpers.js";
 import { ensureConsoleBundle, launchChromium, row, screenshot, signInAsDebugActor, type Browser } from "./browser.js";
 
-/** The console's Partners screen in Chromium: create a shelter partner, read its password once, rotate, suspend, restore. */
+/** The console's Partners screen in Chromium: create a shelter partner, read its password once, change its stray hold, rotate, suspend, restore. */
 
 const ADMIN = "admin-partners-1";
 const KEY = "console-test-integration-key";
@@ -55,6 +55,7 @@ describe("the Partners screen", () => {
     await form.getByLabel("Website").fill("https://riverside-shelter.example");
     await form.getByLabel("Login email").fill("asm3@riverside-shelter.example");
     await form.getByLabel("Date format of its software").selectOption("MM/DD/YYYY");
+    await form.getByLabel("Stray hold (days)").fill("7");
     await form.getByRole("button", { name: "Create partner" }).click();
 
     const shown = page.getByRole("status", { name: "New password" });
@@ -66,10 +67,25 @@ describe("the Partners screen", () => {
     await row(page, partnerId).waitFor();
     expect(await row(page, partnerId).textContent()).toContain("Riverside Animal Shelter");
     expect(await row(page, partnerId).textContent()).toContain("desk@riverside-shelter.example");
+    expect(await row(page, partnerId).textContent()).toContain("holds strays 7 days");
     await screenshot(page, "partners");
     expect((await login("asm3@riverside-shelter.example", password)).statusCode).toBe(200);
     await shown.getByRole("button", { name: "Done" }).click();
     await shown.waitFor({ state: "detached" });
+  });
+
+  it("changes how many days the partner holds a stray", async () => {
+    const hold = page.getByRole("form", { name: "Stray hold of Riverside Animal Shelter" });
+    await hold.getByLabel("Days held").fill("31");
+    await hold.getByRole("button", { name: "Change hold" }).click();
+    await row(page, partnerId).getByRole("alert").waitFor();
+    expect((await h.db.pool.query(`select stray_hold_days from partner where id = $1`, [partnerId])).rows).toEqual([{ stray_hold_days: 7 }]);
+
+    await hold.getByLabel("Days held").fill("10");
+    await hold.getByRole("button", { name: "Change hold" }).click();
+    await page.getByText("Riverside Animal Shelter now holds strays 10 days").waitFor();
+    expect(await row(page, partnerId).textContent()).toContain("holds strays 10 days");
+    expect((await h.db.pool.query(`select stray_hold_days from partner where id = $1`, [partnerId])).rows).toEqual([{ stray_hold_days: 10 }]);
   });
 
   it("rotates the password: the old one stops working, the new one is shown once", async () => {
@@ -104,6 +120,7 @@ describe("the Partners screen", () => {
     const audit = await h.db.pool.query(`select action, actor_id from audit_event where object_type = 'partner' order by occurred_at, id`);
     expect(audit.rows).toEqual([
       { action: "admin.partner.created", actor_id: ADMIN },
+      { action: "admin.partner.updated", actor_id: ADMIN },
       { action: "admin.partner.password_rotated", actor_id: ADMIN },
       { action: "admin.partner.suspended", actor_id: ADMIN },
       { action: "admin.partner.restored", actor_id: ADMIN },

@@ -2,7 +2,7 @@ import { useCallback, useState } from "preact/hooks";
 import { query, type Page, type Problem } from "../api";
 import { Id, ListTable, Outcome, ProblemNote, ScreenLayout, submit, time, toProblem, useApi, useLoadOnMount, usePagedList, useRowOutcomes } from "../ui";
 
-/** Shelter partners (GET/POST /v1/admin/partners): made here, their passwords rotated, suspended and restored. */
+/** Shelter partners (GET/POST /v1/admin/partners): made here, their stray hold changed, their passwords rotated, suspended and restored. */
 
 const KINDS = ["shelter", "rescue", "vet"] as const;
 const DATE_FORMATS = ["YYYY-MM-DD", "MM/DD/YYYY", "DD/MM/YYYY", "DD.MM.YYYY"] as const;
@@ -23,6 +23,8 @@ interface Partner {
   publicContact: PublicContact;
   loginEmail: string;
   dateFormat: (typeof DATE_FORMATS)[number];
+  /** Days a stray is held after intake before it may be rehomed. */
+  strayHoldDays: number;
   status: "active" | "suspended";
   suspendedAt?: string;
   suspensionReason?: string;
@@ -53,7 +55,7 @@ function PasswordOnce({ shown, onDone }: { shown: { name: string; loginEmail: st
 }
 
 function CreateForm(props: { busy: boolean; onCreate(body: Record<string, unknown>): unknown }) {
-  const [fields, setFields] = useState({ name: "", kind: "shelter", lat: "", lon: "", phone: "", email: "", address: "", website: "", loginEmail: "", dateFormat: "YYYY-MM-DD" });
+  const [fields, setFields] = useState({ name: "", kind: "shelter", lat: "", lon: "", phone: "", email: "", address: "", website: "", loginEmail: "", dateFormat: "YYYY-MM-DD", strayHoldDays: "5" });
   const set = (key: keyof typeof fields) => (e: { currentTarget: { value: string } }) => setFields((f) => ({ ...f, [key]: e.currentTarget.value }));
   const body = () => {
     const contact = Object.fromEntries(
@@ -66,6 +68,7 @@ function CreateForm(props: { busy: boolean; onCreate(body: Record<string, unknow
       publicContact: contact,
       loginEmail: fields.loginEmail,
       dateFormat: fields.dateFormat,
+      strayHoldDays: Number(fields.strayHoldDays),
     };
   };
   return (
@@ -126,6 +129,10 @@ function CreateForm(props: { busy: boolean; onCreate(body: Record<string, unknow
           ))}
         </select>
       </label>
+      <label>
+        Stray hold (days)
+        <input type="number" min={0} max={30} value={fields.strayHoldDays} required onInput={set("strayHoldDays")} />
+      </label>
       <button type="submit" disabled={props.busy}>
         Create partner
       </button>
@@ -133,12 +140,25 @@ function CreateForm(props: { busy: boolean; onCreate(body: Record<string, unknow
   );
 }
 
-function RowActions(props: { partner: Partner; busy: boolean; act(path: string, body: unknown, done: string): unknown; rotate(): unknown }) {
+function RowActions(props: {
+  partner: Partner;
+  busy: boolean;
+  act(path: string, body: unknown, done: string): unknown;
+  rotate(): unknown;
+  holdFor(days: number): unknown;
+}) {
   const [reasonDetail, setReasonDetail] = useState("");
   const [reasonCode, setReasonCode] = useState("abuse");
   const { partner } = props;
+  const [holdDays, setHoldDays] = useState(String(partner.strayHoldDays));
   return (
     <div class="actions">
+      <form class="inline" aria-label={`Stray hold of ${partner.name}`} noValidate onSubmit={submit(() => props.holdFor(Number(holdDays)))}>
+        <input aria-label="Days held" type="number" min={0} max={30} value={holdDays} required onInput={(e) => setHoldDays(e.currentTarget.value)} />
+        <button type="submit" disabled={props.busy}>
+          Change hold
+        </button>
+      </form>
       <button type="button" disabled={props.busy} onClick={() => void props.rotate()}>
         Rotate password
       </button>
@@ -212,6 +232,8 @@ export function Partners() {
               <code>{p.loginEmail}</code>
               <br />
               <span class="muted">dates {p.dateFormat}</span>
+              <br />
+              <span class="muted">holds strays {p.strayHoldDays} days</span>
             </td>
             <td>{[p.publicContact.phone, p.publicContact.email, p.publicContact.address, p.publicContact.website].filter(Boolean).join(" · ")}</td>
             <td>
@@ -228,6 +250,12 @@ export function Partners() {
                     const made = await request<PartnerPassword>("POST", `/v1/admin/partners/${p.id}/rotate-password`);
                     setShown({ name: p.name, loginEmail: p.loginEmail, password: made.password });
                     return "new password shown above";
+                  })
+                }
+                holdFor={(days) =>
+                  run(p.id, async () => {
+                    replace(await request<Partner>("PATCH", `/v1/admin/partners/${p.id}`, { strayHoldDays: days }));
+                    return `${p.name} now holds strays ${days} days`;
                   })
                 }
                 act={(path, body, done) =>
