@@ -9,7 +9,7 @@ import { LocalObjectStorage } from "../../lib/storage/index.js";
 import { createMatcher } from "../../jobs/matching/matcher.js";
 import { notificationHandlers } from "../../notifier/handlers.js";
 import { createPhotoProcessor } from "../../jobs/photos/process.js";
-import { as, buildTestApi, devEnv, TEST_PHOTO_DIR, type TestApi } from "../helpers/app.js";
+import { admin, as, buildTestApi, devEnv, TEST_PHOTO_DIR, type TestApi } from "../helpers/app.js";
 import { launchChromium, type Browser } from "../console/browser.js";
 import { photoPart, uploadRequest } from "../photos/support.js";
 import { call } from "../safety/helpers.js";
@@ -137,7 +137,22 @@ describe("without signing in", () => {
       }),
     );
     const coarse = (await call(seed, { url: `/v1/safety/lost-reports/${reportId}` })).json().location;
-    const sheltersListed = (await call(seed, { url: `/v1/safety/shelters?lat=${HERE.lat}&lon=${HERE.lon}` })).statusCode === 200;
+    // A shelter 1.5 km away, which holds strays 6 days.
+    const shelter = await call(seed, {
+      method: "POST",
+      url: "/v1/admin/partners",
+      headers: admin(),
+      payload: {
+        name: "Tierheim Mitte",
+        kind: "shelter",
+        location: { lat: HERE.lat + 0.0135, lon: HERE.lon },
+        publicContact: { phone: "+49 30 1234567", website: "https://tierheim-mitte.example" },
+        loginEmail: "asm3@tierheim-mitte.example",
+        dateFormat: "DD.MM.YYYY",
+        strayHoldDays: 6,
+      },
+    });
+    expect(shelter.statusCode, shelter.body).toBe(201);
 
     await open("search", "Lost and found animals near you");
     await page.getByRole("button", { name: "Use my location" }).click();
@@ -149,8 +164,12 @@ describe("without signing in", () => {
     await page.locator("path.area-lost").first().waitFor();
     expect(await page.content()).not.toContain(String(precise.lat));
     expect(requested.filter((url) => url.includes("/private"))).toEqual([]);
-    // The shelters' section shows only where the service lists shelters.
-    expect(await page.getByTestId("shelters").count()).toBe(sheltersListed ? 1 : 0);
+    // The shelters near the point, with their public contact and hold.
+    const shelters = page.getByTestId("shelters");
+    await shelters.getByText("Tierheim Mitte").waitFor();
+    expect(await shelters.textContent()).toContain("1.5 km away");
+    expect(await shelters.textContent()).toContain("+49 30 1234567");
+    expect(await shelters.textContent()).toContain("6 days");
     // The map's tiles came from the tile server.
     expect(stack.tiles.requested.length).toBeGreaterThan(0);
     await expectAccessible("search");

@@ -93,7 +93,7 @@ export function Search() {
       </form>
       {results && (
         <section aria-labelledby="results-heading">
-          <h2 id="results-heading">{fill(m.search.results, { count: results.items.length })}</h2>
+          <h2 id="results-heading">{results.items.length === 1 ? m.search.oneResult : fill(m.search.results, { count: results.items.length })}</h2>
           {results.items.length === 0 ? (
             <p>{fill(m.search.none, { km: results.km })}</p>
           ) : (
