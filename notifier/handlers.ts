@@ -35,11 +35,13 @@ const contactMessageReceived: EventHandler<typeof EventType.ContactMessageReceiv
           body:
             `${data.message}\n\nReply to (given by the sender, not verified): ${data.fromContact}` +
             (data.location ? `\nThe sender shared their location: ${near(data.location)}.` : ""),
+          // The contact again as data, so a client offers a way to answer without reading it out of the text.
           data: ids({
             lostReportId: data.lostReportId,
             foundReportId: data.foundReportId,
             animalId: data.animalId,
             relayMessageId: data.relayMessageId,
+            fromContact: data.fromContact,
           }),
         },
       ];

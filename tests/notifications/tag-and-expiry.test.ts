@@ -103,14 +103,14 @@ describe("a message from the tag page reaches the owner as relay_message with th
     const { animalId, token } = await animalWithTag(h.api, owner);
     expect((await postTagForm(h.api, token, { message: "Found your dog", fromContact: "jo@example.org" })).statusCode).toBe(200);
     const [direct] = await arrived(owner, "relay_message");
-    expect(direct!.data).toEqual({ animalId, relayMessageId: expect.any(String) });
+    expect(direct!.data).toEqual({ animalId, relayMessageId: expect.any(String), fromContact: "jo@example.org" });
     expect(direct!.subject).toBe("Someone sent a message from your animal's tag");
     expect(direct!.body).toContain("Found your dog");
 
     const lostReportId = await reportAnimalLost(h.api, owner, animalId);
     expect((await postTagForm(h.api, token, { message: "Still here", fromContact: "jo@example.org" })).statusCode).toBe(200);
     const viaReport = (await arrived(owner, "relay_message", 2)).find((x) => x.body.includes("Still here"));
-    expect(viaReport!.data).toEqual({ animalId, lostReportId, relayMessageId: expect.any(String) });
+    expect(viaReport!.data).toEqual({ animalId, lostReportId, relayMessageId: expect.any(String), fromContact: "jo@example.org" });
     expect(viaReport!.subject).toBe("Someone sent a message about your lost animal");
   });
 });

@@ -87,7 +87,7 @@ describe("the contact message handler builds the recipient's notification", () =
     const data = event.data;
     expect(more).toHaveLength(0);
     expect(draft!.kind).toBe("relay_message");
-    expect(draft!.data).toEqual({ lostReportId: data.lostReportId, relayMessageId: data.relayMessageId });
+    expect(draft!.data).toEqual({ lostReportId: data.lostReportId, relayMessageId: data.relayMessageId, fromContact: data.fromContact });
     expect(draft!.recipientActorId).toBe("owner-1");
     expect(draft!.sourceKey).toBe(`relay_message:${data.relayMessageId}`);
     expect(draft!.body).toContain(data.message);

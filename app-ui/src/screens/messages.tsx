@@ -18,8 +18,11 @@ interface Message {
 
 export function readMessage(notification: MyNotification): Message {
   const match = CONTACT_LINE.exec(notification.body);
-  if (!match) return { text: notification.body, contact: null };
-  return { text: notification.body.slice(0, match.index), contact: match[1]!.trim() };
+  const text = match ? notification.body.slice(0, match.index) : notification.body;
+  // data.fromContact is the contact as the sender typed it; older notifications have it in their text only.
+  const given = notification.data.fromContact;
+  const contact = typeof given === "string" ? given : (match?.[1]?.trim() ?? null);
+  return { text, contact };
 }
 
 /** How to answer a contact the sender typed: an email address, a phone number, or neither. */
