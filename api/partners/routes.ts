@@ -293,8 +293,10 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
           "202 {id, photos}: `id` names the batch. Each URL is fetched by a job, guarded against server-side request forgery " +
           "(https only; no loopback, private, link-local, multicast or metadata address, checked after DNS resolution and on each " +
           "of at most 3 redirects; at most 10 MiB and 10 s), then processed like an upload (metadata stripped). GET " +
-          "/partners/v2/animals/{id} shows each photo's state. At most " +
-          `${MAX_PHOTOS_PER_PARENT} photos an animal at a time (409); DELETE /partners/v2/animals/{id}/photos empties the set. ` +
+          "/partners/v2/animals/{id} shows each photo's state. An animal has at most " +
+          `${MAX_PHOTOS_PER_PARENT} photos at a time: the first URLs that fit are taken and the rest listed in \`ignored\` ` +
+          "(ASM3 sends all of an animal's photos, preferred first); with no room left it is 409. " +
+          "DELETE /partners/v2/animals/{id}/photos empties the set. " +
           "A closed animal is 409; another partner's or an unknown one 404.",
         security,
         params: AnimalIdParams,
@@ -319,14 +321,19 @@ export const partnerRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { pool,
       const ids = await withTransaction(pool, async (client) => {
         const row = await lockOwnAnimal(client, partner.id, request.params.id);
         if (row.status !== "open") throw problems.conflict("the animal is no longer in the partner's custody");
-        if ((await store.countPhotos(client, row.id)) + urls.length > MAX_PHOTOS_PER_PARENT) {
+        const room = MAX_PHOTOS_PER_PARENT - (await store.countPhotos(client, row.id));
+        if (room <= 0) {
           throw problems.conflict(`an animal has at most ${MAX_PHOTOS_PER_PARENT} photos; DELETE /partners/v2/animals/{id}/photos empties the set`);
         }
-        const made = await store.insertPhotoFetches(client, partner.id, row.id, batchId, urls);
+        const made = await store.insertPhotoFetches(client, partner.id, row.id, batchId, urls.slice(0, room));
         await enqueueMany(client, made.map((fetchId) => ({ task: PARTNER_PHOTO_FETCH_TASK, payload: { fetchId } })));
         return made;
       });
-      return reply.code(202).send({ id: batchId, photos: ids.map((id, i) => ({ id, url: urls[i]!, status: "fetching" as const })) });
+      return reply.code(202).send({
+        id: batchId,
+        photos: ids.map((id, i) => ({ id, url: urls[i]!, status: "fetching" as const })),
+        ignored: urls.slice(ids.length),
+      });
     },
   );
 

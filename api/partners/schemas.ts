@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SPECIES } from "../../lib/animals.js";
+import { MAX_PHOTOS_PER_PARENT } from "../../lib/photos.js";
 import { CLOSED_REASONS } from "../../lib/report-lifecycle.js";
 import { Problem } from "../schemas.js";
 
@@ -150,14 +151,26 @@ export const AnimalDetail = AnimalSummary.extend({
   photos: z.array(PhotoFetchState),
 }).meta({ id: "PartnerAnimalDetail" });
 
+/** ASM3 posts every JPEG of an animal in one call, preferred first; more than this is no animal's record. */
+export const MAX_PHOTO_URLS_A_CALL = 50;
+
 export const PhotosBody = z
-  .object({ photos: z.array(z.object({ url: z.url().max(2048) })).min(1).max(5) })
+  .object({
+    photos: z
+      .array(z.object({ url: z.url().max(2048) }))
+      .min(1)
+      .max(MAX_PHOTO_URLS_A_CALL)
+      .describe(`Preferred first, as ASM3 sends them: the first that fit in the animal's ${MAX_PHOTOS_PER_PARENT} are taken.`),
+  })
   .meta({ id: "PartnerPhotos" });
 
 export const PhotosAccepted = z
   .object({
     id: z.uuid().describe("The batch's id: ASM3 reads `id` from this answer to count the photos as sent."),
     photos: z.array(PhotoFetchState),
+    ignored: z
+      .array(z.string())
+      .describe(`The URLs past the animal's ${MAX_PHOTOS_PER_PARENT} photos, in the order sent: not fetched.`),
   })
   .meta({ id: "PartnerPhotosAccepted" });
 

@@ -264,7 +264,7 @@ describe("ASM3's other calls: PATCH, the photos' DELETE, and what it reads of ev
     const five = Array.from({ length: 5 }, (_, i) => ({ url: `https://photos.shelter.example/${i}.jpg` }));
     const posted = await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: five } });
     expect(posted.statusCode, posted.body).toBe(202);
-    expect(posted.json()).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), photos: expect.any(Array) });
+    expect(posted.json()).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), photos: expect.any(Array), ignored: [] });
     expectPartnerProblem(await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: five.slice(0, 1) } }), 409, "conflict");
     // As requests sends it: no body, Content-Length 0, no Content-Type.
     const purge = await partnerCall(h, { method: "DELETE", url: `/partners/v2/animals/${id}/photos`, token, headers: { "content-length": "0" } });
@@ -279,6 +279,20 @@ describe("ASM3's other calls: PATCH, the photos' DELETE, and what it reads of ev
     expect(again.json().id).not.toBe(posted.json().id);
     const other = await login(h, await createPartner(h));
     expectPartnerProblem(await partnerCall(h, { method: "DELETE", url: `/partners/v2/animals/${id}/photos`, token: other }), 404, "not-found");
+  });
+
+  it("takes an animal's first 5 photos of the 7 ASM3 sends, preferred first, lists the other 2 as ignored, and fetches only the 5", async () => {
+    const { id } = (await publish(h, token, asm3Animal())).json();
+    const seven = Array.from({ length: 7 }, (_, i) => ({ url: `https://photos.shelter.example/${i}.jpg` }));
+    const posted = await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: seven } });
+    expect(posted.statusCode, posted.body).toBe(202);
+    expect(posted.json().photos.map((p: { url: string }) => p.url)).toEqual(seven.slice(0, 5).map((p) => p.url));
+    expect(posted.json().ignored).toEqual(seven.slice(5).map((p) => p.url));
+    const { rows } = await h.db.pool.query(`select url from partner_photo_fetch where found_report_id = $1::uuid order by url`, [id]);
+    expect(rows.map((r) => r.url)).toEqual(seven.slice(0, 5).map((p) => p.url));
+    // A set that is full already: nothing fits, 409, nothing written.
+    expectPartnerProblem(await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: seven } }), 409, "conflict");
+    expect((await h.db.pool.query(`select count(*)::int as n from partner_photo_fetch where found_report_id = $1::uuid`, [id])).rows[0].n).toBe(5);
   });
 
   it("an unknown path under /partners is 404 with message, whatever its credentials, and so is every other error", async () => {
@@ -482,7 +496,9 @@ describe("limits: per partner once authenticated, per address before", () => {
     const refilled = Math.ceil(((performance.now() - started) / 1000) * 10);
     const passed = calls.filter((r) => r.statusCode === 200).length;
     const refused = calls.filter((r) => r.statusCode === 429);
-    expect(passed + refused.length).toBe(800);
+    const statuses: Record<number, number> = {};
+    for (const r of calls) statuses[r.statusCode] = (statuses[r.statusCode] ?? 0) + 1;
+    expect(passed + refused.length, JSON.stringify(statuses)).toBe(800);
     // 600 at once, and the 100 next tokens (10 s at 10 a second) booked and waited for.
     expect(passed).toBeGreaterThanOrEqual(700);
     expect(passed).toBeLessThanOrEqual(700 + refilled + 1);

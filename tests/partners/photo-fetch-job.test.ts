@@ -37,7 +37,8 @@ beforeAll(async () => {
     .jpeg()
     .toBuffer();
   const serve = (request: import("node:http").IncomingMessage, response: import("node:http").ServerResponse) => {
-    if (request.url === "/photo.jpg") {
+    // The same photo under any query: the cap test's URLs differ by ?n= and must each be fetched, not fail.
+    if (request.url?.split("?")[0] === "/photo.jpg") {
       response.writeHead(200, { "content-type": "image/jpeg" });
       response.end(jpeg);
     } else if (request.url === "/page.html") {
@@ -134,16 +135,20 @@ describe("photos by URL", () => {
     expect(rows[0].n).toBe(0);
   });
 
-  it("at most 5 photos an animal, and none for an animal that left custody (409); nothing is queued", async () => {
+  it("at most 5 photos an animal: the URLs that fit are taken and the rest ignored, then 409; none for an animal that left custody", async () => {
     const { id } = (await publish(h, token, asm3Animal())).json();
-    const six = Array.from({ length: 6 }, (_, i) => ({ url: `https://${PHOTO_HOST}:${https.port}/photo.jpg?n=${i}` }));
-    expectProblem(await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: six } }), 400, "validation-failed");
-    const three = six.slice(0, 3);
+    const urls = Array.from({ length: 51 }, (_, i) => ({ url: `https://${PHOTO_HOST}:${https.port}/photo.jpg?n=${i}` }));
+    expectProblem(await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: urls } }), 400, "validation-failed");
+    const three = urls.slice(0, 3);
     expect((await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: three } })).statusCode).toBe(202);
+    const more = await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: urls.slice(3, 6) } });
+    expect(more.statusCode, more.body).toBe(202);
+    expect(more.json().photos).toHaveLength(2);
+    expect(more.json().ignored).toEqual([urls[5]!.url]);
     expectProblem(await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: three } }), 409, "conflict");
     expect((await partnerCall(h, { method: "DELETE", url: `/partners/v2/animals/${id}`, token })).statusCode).toBe(204);
     expectProblem(await partnerCall(h, { method: "POST", url: `/partners/v2/animals/${id}/photos`, token, payload: { photos: three.slice(0, 1) } }), 409, "conflict");
     const { rows } = await h.db.pool.query(`select count(*)::int as n from partner_photo_fetch where found_report_id = $1::uuid`, [id]);
-    expect(rows[0].n).toBe(3);
+    expect(rows[0].n).toBe(5);
   });
 });
