@@ -81,6 +81,14 @@ export class PrivacyRules {
   /** Strings some write sent in a public field: whoever sent them published them, so they are no secret. */
   private readonly published = new Set<string>();
 
+  /** Forgets every seeded and learnt value: a new test file starts with the fixed rules only. */
+  clear(): void {
+    this.coordinates.clear();
+    this.texts.clear();
+    this.actorIds.clear();
+    this.published.clear();
+  }
+
   /** A precise point: neither coordinate may appear in a public body, as a number or in text. A cell centre is public by design. */
   point(point: LatLon): this {
     if (isCoarse(point)) return this;
