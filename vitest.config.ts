@@ -28,7 +28,7 @@ export const PGBOUNCER_ROUTE_FILES = [
 export default defineConfig({
   test: {
     // Fails a test whose public responses break the privacy rules (tests/helpers/privacy.ts).
-    setupFiles: ["tests/setup/privacy.ts"],
+    setupFiles: ["tests/setup/each-file.ts"],
     pool: "forks",
     // Each file has its own database (a clone of a migrated template) and its
     // own nats-server, so files run in parallel.

@@ -16,7 +16,7 @@ export default defineConfig({
     ],
     globalSetup: ["tests/setup/global-setup.ts"],
     // Fails a test whose public responses break the privacy rules (tests/helpers/privacy.ts).
-    setupFiles: ["tests/setup/privacy.ts"],
+    setupFiles: ["tests/setup/each-file.ts"],
     pool: "forks",
     fileParallelism: false,
     testTimeout: 180_000,

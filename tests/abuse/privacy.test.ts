@@ -113,7 +113,7 @@ describe("the privacy checker catches what a public response must not carry", ()
 
 describe("the privacy hook on a real Fastify app with the real auth gate", () => {
   it("records a leak on a public route and on an anonymous response, not on an actor's private view", async () => {
-    expect(privacyStats.setupInstalled, "tests/setup/privacy.ts is a setup file of this config").toBe(true);
+    expect(privacyStats.setupInstalled, "tests/setup/each-file.ts is a setup file of this config").toBe(true);
     const app = Fastify();
     app.addHook("onRoute", checkPublicResponses);
     registerAuth(app, createAuthenticator(loadApiConfig(devEnv(h.db.url, h.bus.url))), h.pool);

@@ -16,8 +16,17 @@ import { checkPublicResponses } from "./privacy.js";
 
 export const TEST_STREAM = "EVENTS";
 
-/** Photo storage of this test file (its processes share it): never the repository's .data/photos. */
-export const TEST_PHOTO_DIR = mkdtempSync(path.join(tmpdir(), "ass-test-photos-"));
+/**
+ * Photo storage of this test file (its processes share it): never the
+ * repository's .data/photos. A worker keeps this module from one file to the
+ * next (vitest.config.ts, isolate: false), so tests/setup/each-file.ts gives
+ * each file a fresh one (freshPhotoDir): a file counts only its own objects.
+ */
+export let TEST_PHOTO_DIR = mkdtempSync(path.join(tmpdir(), "ass-test-photos-"));
+
+export function freshPhotoDir(): void {
+  TEST_PHOTO_DIR = mkdtempSync(path.join(tmpdir(), "ass-test-photos-"));
+}
 
 /** Development settings with the debug-actor bypass: what most tests drive the API with. */
 export function devEnv(databaseUrl: string, natsUrl: string, extra: Env = {}): Env {

@@ -5,7 +5,7 @@ import { coarsen, type LatLon } from "../../lib/geo.js";
  * The privacy checker: what no public response may carry. Every app the
  * shared builders make (tests/helpers/app.ts, tests/abuse/harness.ts) runs it
  * on every response of a public route and every response to an anonymous
- * request; tests/setup/privacy.ts fails the running test on a violation.
+ * request; tests/setup/each-file.ts fails the running test on a violation.
  *
  * Besides fixed rules (private field names, email and phone numbers, WKT
  * points, lat/lon pairs off their cell centre, GeoJSON positions), it learns
@@ -220,7 +220,7 @@ const violations: string[] = [];
 /** How many public responses the hook has checked in this file. */
 export const privacyStats = { checked: 0, setupInstalled: false };
 
-/** The violations recorded since the last call; tests/setup/privacy.ts asserts this is empty after each test. */
+/** The violations recorded since the last call; tests/setup/each-file.ts asserts this is empty after each test. */
 export function takePrivacyViolations(): string[] {
   return violations.splice(0);
 }
