@@ -72,6 +72,7 @@ async function inject(options: InjectOptions) {
 
 describe("a relay message reaches an owner who opted in by SMS, and the two talk by text through the service's number", () => {
   let reportId: string;
+  let shortLink: string;
 
   it("texts the finder's message to the owner's verified phone, without the finder's number, saying a reply goes through the service", async () => {
     await verifyPhone({ h: { api }, provider }, OWNER, OWNER_PHONE);
@@ -90,7 +91,13 @@ describe("a relay message reaches an owner who opted in by SMS, and the two talk
     expect(text.body).toMatch(/^Animal Safety: Someone sent a message about your lost animal\. Reply to this text to answer; your number stays hidden\./);
     expect(text.body).toContain(`"I think I saw your beagle near the bakery on Main Street."`);
     expect(text.body).not.toMatch(/1230 ?0002|12300002/);
-    expect(text.body.endsWith(`${SMS.publicBaseUrl}/lost/${reportId}`)).toBe(true);
+    // It ends with the report's short link, which leads to its page.
+    const { rows } = await db.pool.query(`select short_code from safety_lost_report where id = $1`, [reportId]);
+    shortLink = `${SMS.publicBaseUrl}/s/${rows[0].short_code}`;
+    expect(text.body.endsWith(shortLink)).toBe(true);
+    const opened = await inject({ method: "GET", url: new URL(shortLink).pathname });
+    expect(opened.statusCode).toBe(301);
+    expect(opened.headers.location).toBe(`/lost/${reportId}`);
     // The in-app notification stands beside it.
     const mine = await inject({ method: "GET", url: "/v1/me/notifications", headers: as(OWNER) });
     expect(mine.json().items.map((n: { channel: string }) => n.channel).sort()).toEqual(expect.arrayContaining(["in_app", "sms"]));
@@ -102,7 +109,7 @@ describe("a relay message reaches an owner who opted in by SMS, and the two talk
     const text = await textTo(provider, FINDER_PHONE, /still there/);
     expect(text.from).toBe(SMS.from);
     expect(text.body).toMatch(/^Reply STOP to get no more texts\. Animal Safety: a reply to your message about the lost animal: "Thank you so much! Is he still there\?" Reply to this text to answer\./);
-    expect(text.body.endsWith(`${SMS.publicBaseUrl}/lost/${reportId}`)).toBe(true);
+    expect(text.body.endsWith(shortLink)).toBe(true);
     for (const form of OWNER_FORMS) expect(text.body).not.toContain(form);
   });
 

@@ -53,6 +53,17 @@ export async function contactMessage(client: Queryable, id: string): Promise<Con
   return rows[0] ?? null;
 }
 
+/** The report's short code (its printed link, GET /s/{code}); null when the report is gone. */
+export async function reportShortCode(client: Queryable, kind: "lost" | "found", id: string): Promise<string | null> {
+  const { rows } = await client.query<{ shortCode: string }>(
+    kind === "lost"
+      ? `select short_code as "shortCode" from safety_lost_report where id = $1::uuid`
+      : `select short_code as "shortCode" from safety_found_report where id = $1::uuid`,
+    [id],
+  );
+  return rows[0]?.shortCode ?? null;
+}
+
 /** Which rows a reservation took: both, or it gives back the one it took. */
 export interface Reservation {
   recipient: boolean;

@@ -228,7 +228,7 @@ export function createSmsDeliverer(options: SmsDelivererOptions): Deliverer {
     { silent, first }: { silent: boolean; first: boolean },
   ): Promise<void> {
     const text = textOf(notification, target, message);
-    const body = fitSms(first ? `${HOW_TO_STOP} ${text}` : text, pushUrl(notification, publicBaseUrl));
+    const body = fitSms(first ? `${HOW_TO_STOP} ${text}` : text, await linkOf(client, notification));
     const { segments } = smsSize(body);
 
     const day = utcDay();
@@ -282,6 +282,18 @@ export function createSmsDeliverer(options: SmsDelivererOptions): Deliverer {
       throw new DeliveryError(`sms provider ${answer.status}`, wait !== undefined ? { retryAfterMs: wait } : {});
     }
     throw new DeliveryError(`${PROVIDER_REJECTED} the text: ${answer.status}${Number.isFinite(code) ? ` code ${code}` : ""}`);
+  }
+
+  /**
+   * The link a text ends with: a report's short link (/s/{code}, 301 to its
+   * page), 36 characters shorter than the page's own address, which leaves
+   * them to the words of a two-segment text; else the push's link.
+   */
+  async function linkOf(client: Queryable, notification: DeliverableNotification): Promise<string> {
+    const { lostReportId, foundReportId } = notification.data;
+    const report = lostReportId ? (["lost", lostReportId] as const) : foundReportId ? (["found", foundReportId] as const) : null;
+    const code = report && (await store.reportShortCode(client, report[0], report[1]));
+    return code ? `${publicBaseUrl}/s/${code}` : pushUrl(notification, publicBaseUrl);
   }
 
   /** The finder's number, when their fromContact reads as one: the owner's replies go there. */
