@@ -29,6 +29,11 @@ export type ReportKind = "lost" | "found";
 export type ReportStatus = "open" | "reunited" | "closed" | "cancelled";
 export const reportTable: Record<ReportKind, string> = { lost: "safety_lost_report", found: "safety_found_report" };
 
+/** A report's share page, under PUBLIC_BASE_URL (api/share/ serves it). */
+export const sharePath = (kind: ReportKind, id: string) => `/${kind}/${id}`;
+/** A report's short link (GET /s/{code}, 301 to its share page). */
+export const shortPath = (code: string) => `/s/${code}`;
+
 /** The report a transition names in its event. */
 export interface ReportRef {
   id: string;

@@ -16,9 +16,9 @@ import { call } from "../safety/helpers.js";
 import { appScreenshot, PHONE, signInThroughProvider, startAppStack, type AppStack } from "./support.js";
 import { createMetricsRegistry } from "../../lib/metrics.js";
 import type { SupervisedWorker } from "../../lib/worker.js";
-import { TestSmsProvider } from "../helpers/sms-provider.js";
+import type { TestSmsProvider } from "../helpers/sms-provider.js";
 import { startDeliveryWorker } from "../notifier/support.js";
-import { newPhone, SMS, SMS_API_ENV, smsDeliverers, textTo } from "../sms/support.js";
+import { newPhone, SMS_API_ENV, smsDeliverers, startSmsProvider, textTo } from "../sms/support.js";
 
 
 /** Waits on a condition: generous, the suite shares two cores. */
@@ -93,13 +93,7 @@ async function tapMap(dx = 0, dy = 0): Promise<void> {
 
 beforeAll(async () => {
   [stack, browser] = await Promise.all([startAppStack({ env: { EMAIL_VERIFICATION: "required", ...SMS_API_ENV } }), launchChromium()]);
-  sms = await TestSmsProvider.start({
-    accountSid: SMS.accountSid,
-    authToken: SMS.authToken,
-    serviceNumber: SMS.from,
-    publicBaseUrl: SMS.publicBaseUrl,
-    apiBaseUrl: () => stack.baseUrl,
-  });
+  sms = await startSmsProvider(() => stack.baseUrl);
   smsWorker = await startDeliveryWorker(stack.api.pool, smsDeliverers(stack.api.pool, sms, createMetricsRegistry("notifier")));
   seed = await buildTestApi(devEnv(stack.db.url, stack.bus.url));
   await seed.app.listen({ port: 0, host: "127.0.0.1" });

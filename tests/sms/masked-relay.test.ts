@@ -9,10 +9,10 @@ import { as, buildTestApi, devEnv, type TestApi } from "../helpers/app.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestBus, type TestBus } from "../helpers/nats.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
-import { TestSmsProvider } from "../helpers/sms-provider.js";
+import type { TestSmsProvider } from "../helpers/sms-provider.js";
 import { eventually } from "../helpers/stream.js";
 import { createLostReport, freshIp } from "../safety/helpers.js";
-import { SMS, SMS_API_ENV, smsDeliverers, textTo, verifyPhone } from "./support.js";
+import { SMS, SMS_API_ENV, smsDeliverers, startSmsProvider, textTo, verifyPhone } from "./support.js";
 
 /**
  * The masked conversation (contract part 4, "SMS", masked relay), end to end
@@ -44,13 +44,7 @@ beforeAll(async () => {
   api = await buildTestApi(devEnv(db.url, bus.url, { ...SMS_API_ENV, LOG_LEVEL: "trace" }), { logger });
   await api.app.listen({ port: 0, host: "127.0.0.1" });
   const port = (api.app.server.address() as AddressInfo).port;
-  provider = await TestSmsProvider.start({
-    accountSid: SMS.accountSid,
-    authToken: SMS.authToken,
-    serviceNumber: SMS.from,
-    publicBaseUrl: SMS.publicBaseUrl,
-    apiBaseUrl: () => `http://127.0.0.1:${port}`,
-  });
+  provider = await startSmsProvider(() => `http://127.0.0.1:${port}`);
   pipeline = await startPipeline(api.pool, api.nc, { deliverers: smsDeliverers(api.pool, provider, createMetricsRegistry("notifier")) });
 });
 

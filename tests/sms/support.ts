@@ -44,6 +44,10 @@ export interface SmsHarness {
 
 export type SmsSettings = Partial<Pick<SmsDelivererOptions, "dailyLimitPerRecipient" | "dailySegments" | "timeoutMs" | "authToken">>;
 
+/** The provider of the tests' account, posting its webhooks to the API at `apiBaseUrl`. */
+export const startSmsProvider = (apiBaseUrl: () => string): Promise<TestSmsProvider> =>
+  TestSmsProvider.start({ accountSid: SMS.accountSid, authToken: SMS.authToken, serviceNumber: SMS.from, publicBaseUrl: SMS.publicBaseUrl, apiBaseUrl });
+
 /** The sms deliverer as buildDeliverers makes it, on this provider, with the test's limits. */
 export function smsDeliverers(pool: Pool, provider: TestSmsProvider, registry: Registry, settings: SmsSettings = {}): Deliverers {
   return {
@@ -76,13 +80,7 @@ export function useSms(settings: SmsSettings & { worker?: boolean } = {}): SmsHa
     const h = s.h;
     await h.api.app.listen({ port: 0, host: "127.0.0.1" });
     const port = (h.api.app.server.address() as AddressInfo).port;
-    s.provider = await TestSmsProvider.start({
-      accountSid: SMS.accountSid,
-      authToken: SMS.authToken,
-      serviceNumber: SMS.from,
-      publicBaseUrl: SMS.publicBaseUrl,
-      apiBaseUrl: () => `http://127.0.0.1:${port}`,
-    });
+    s.provider = await startSmsProvider(() => `http://127.0.0.1:${port}`);
     s.registry = createMetricsRegistry("notifier");
     s.deliverers = smsDeliverers(h.api.pool, s.provider, s.registry, settings);
     s.worker = settings.worker === false ? null : await startDeliveryWorker(h.api.pool, s.deliverers);

@@ -1,4 +1,4 @@
-import type { ReportKind } from "../../../lib/report-lifecycle.js";
+import { sharePath, shortPath, type ReportKind } from "../../../lib/report-lifecycle.js";
 import { negotiateLanguage } from "../../tag/i18n/index.js";
 import type { GuideOptions } from "./store.js";
 
@@ -14,8 +14,6 @@ export interface ShareLinks {
 }
 
 const trimmed = (base: string) => base.replace(/\/+$/, "");
-
-export const sharePath = (kind: ReportKind, id: string) => `/${kind}/${id}`;
 
 /** A report's share page alone, where its short code is not at hand. */
 export const shareUrlOf = (base: string, kind: ReportKind, id: string): string => `${trimmed(base)}${sharePath(kind, id)}`;
@@ -38,7 +36,7 @@ export function shareLinks(base: string, kind: ReportKind, report: { id: string;
   const root = trimmed(base);
   return {
     shareUrl: `${root}${sharePath(kind, report.id)}`,
-    shortUrl: `${root}/s/${report.shortCode}`,
+    shortUrl: `${root}${shortPath(report.shortCode)}`,
     flyerUrl: `${root}${sharePath(kind, report.id)}/flyer.pdf`,
   };
 }

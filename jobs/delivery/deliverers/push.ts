@@ -7,6 +7,7 @@ import type { Pool, Queryable } from "../../../lib/db.js";
 import { ANSWER_BODY_LIMIT_BYTES, DEFAULT_DEADLINES_MS, DeadlineExceeded, withDeadline } from "../../../lib/deadline.js";
 import { HIGH_URGENCY_KINDS, NO_PUSH_SUBSCRIPTION, PROVIDER_REJECTED, PUSH_ENDPOINT_REFUSED } from "../../../lib/notifications.js";
 import type { VapidKeys } from "../../../lib/push.js";
+import { sharePath, type ReportKind } from "../../../lib/report-lifecycle.js";
 import type { DeliverableNotification, PushSubscriptionRow } from "../store.js";
 import { createOriginPauses, originOf, type OriginPauses } from "./origin-pause.js";
 import { DeliveryError, type Deliverer } from "./types.js";
@@ -79,16 +80,19 @@ export interface PushPayload {
   data: Record<string, string>;
 }
 
+/** The report a notification is about, if any. */
+export function reportOf(data: DeliverableNotification["data"]): { kind: ReportKind; id: string } | null {
+  if (data.lostReportId) return { kind: "lost", id: data.lostReportId };
+  if (data.foundReportId) return { kind: "found", id: data.foundReportId };
+  if (data.reportId && (data.reportKind === "lost" || data.reportKind === "found")) return { kind: data.reportKind, id: data.reportId };
+  return null;
+}
+
 /** The page a notification opens: the report's share page when it is about one, else the site's front page. */
 export function pushUrl(notification: Pick<DeliverableNotification, "data">, publicBaseUrl: string): string {
   const base = publicBaseUrl.replace(/\/+$/, "");
-  const { data } = notification;
-  if (data.lostReportId) return `${base}/lost/${encodeURIComponent(data.lostReportId)}`;
-  if (data.foundReportId) return `${base}/found/${encodeURIComponent(data.foundReportId)}`;
-  if (data.reportId && (data.reportKind === "lost" || data.reportKind === "found")) {
-    return `${base}/${data.reportKind}/${encodeURIComponent(data.reportId)}`;
-  }
-  return `${base}/`;
+  const report = reportOf(notification.data);
+  return report ? `${base}${sharePath(report.kind, encodeURIComponent(report.id))}` : `${base}/`;
 }
 
 /** The payload JSON, its body cut (on a code point, with an ellipsis) until the whole is at most MAX_PUSH_PAYLOAD_BYTES. */

@@ -1,4 +1,5 @@
 import type { Queryable } from "../../../lib/db.js";
+import { reportTable, type ReportKind } from "../../../lib/report-lifecycle.js";
 
 /**
  * The sms deliverer's SQL. Each function is one statement: the delivery's
@@ -54,13 +55,8 @@ export async function contactMessage(client: Queryable, id: string): Promise<Con
 }
 
 /** The report's short code (its printed link, GET /s/{code}); null when the report is gone. */
-export async function reportShortCode(client: Queryable, kind: "lost" | "found", id: string): Promise<string | null> {
-  const { rows } = await client.query<{ shortCode: string }>(
-    kind === "lost"
-      ? `select short_code as "shortCode" from safety_lost_report where id = $1::uuid`
-      : `select short_code as "shortCode" from safety_found_report where id = $1::uuid`,
-    [id],
-  );
+export async function reportShortCode(client: Queryable, kind: ReportKind, id: string): Promise<string | null> {
+  const { rows } = await client.query<{ shortCode: string }>(`select short_code as "shortCode" from ${reportTable[kind]} where id = $1::uuid`, [id]);
   return rows[0]?.shortCode ?? null;
 }
 

@@ -1,5 +1,6 @@
 import type { Pool, Queryable } from "../../../lib/db.js";
 import { Counter, Gauge, registerSourcedGauge, type Registry } from "../../../lib/metrics.js";
+import { shortPath } from "../../../lib/report-lifecycle.js";
 import {
   CONTACT_MESSAGE_KIND,
   NO_PHONE,
@@ -17,7 +18,7 @@ import { fitSms, smsSize } from "../../../lib/sms/segments.js";
 import { OPTED_OUT_CODE, SMS_STATUSES, type SmsStatus } from "../../../lib/sms/status.js";
 import { numberById, numberIdOf, recordSmsSend, stopNumber, upsertNumber, type SmsNumber } from "../../../lib/sms/store.js";
 import type { DeliverableNotification } from "../store.js";
-import { pushUrl, retryAfterMs } from "./push.js";
+import { pushUrl, reportOf, retryAfterMs } from "./push.js";
 import * as store from "./sms-store.js";
 import { DeliveryError, type Deliverer } from "./types.js";
 
@@ -290,10 +291,9 @@ export function createSmsDeliverer(options: SmsDelivererOptions): Deliverer {
    * them to the words of a two-segment text; else the push's link.
    */
   async function linkOf(client: Queryable, notification: DeliverableNotification): Promise<string> {
-    const { lostReportId, foundReportId } = notification.data;
-    const report = lostReportId ? (["lost", lostReportId] as const) : foundReportId ? (["found", foundReportId] as const) : null;
-    const code = report && (await store.reportShortCode(client, report[0], report[1]));
-    return code ? `${publicBaseUrl}/s/${code}` : pushUrl(notification, publicBaseUrl);
+    const report = reportOf(notification.data);
+    const code = report && (await store.reportShortCode(client, report.kind, report.id));
+    return code ? `${publicBaseUrl}${shortPath(code)}` : pushUrl(notification, publicBaseUrl);
   }
 
   /** The finder's number, when their fromContact reads as one: the owner's replies go there. */
